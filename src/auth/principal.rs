@@ -1,0 +1,51 @@
+//! The verified caller, as handlers see it.
+
+use rmcp::{RoleServer, service::RequestContext};
+
+/// The caller a request was authenticated as.
+///
+/// The auth layer puts it into the HTTP request's extensions; rmcp hands the
+/// request parts to handlers, so tools read it with [`Principal::from_request`].
+/// With auth off (local development) there is none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// The token's `iss`.
+    pub issuer: String,
+    /// The token's `sub`.
+    pub subject: String,
+    /// Granted scopes.
+    pub scopes: Vec<String>,
+    /// The OAuth client (`client_id` or `azp`), when the token names one.
+    pub client_id: Option<String>,
+}
+
+impl Principal {
+    /// The principal of the request being handled, if it was authenticated.
+    pub fn from_request(context: &RequestContext<RoleServer>) -> Option<Principal> {
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Principal>())
+            .cloned()
+    }
+
+    /// A key that identifies the principal across issuers: handles are bound to it.
+    ///
+    /// ```
+    /// let p = mcp_lambda::Principal {
+    ///     issuer: "https://auth.example.com".into(),
+    ///     subject: "user-1".into(),
+    ///     scopes: vec![],
+    ///     client_id: None,
+    /// };
+    /// assert_eq!(p.owner_key(), "https://auth.example.com#user-1");
+    /// ```
+    pub fn owner_key(&self) -> String {
+        format!("{}#{}", self.issuer, self.subject)
+    }
+
+    /// Whether the principal holds `scope`.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+    }
+}

@@ -1,0 +1,37 @@
+//! The basket server: mcp-lambda's example, a shopping basket kept in handles.
+//!
+//! Run with: `cargo run --release` (serves http://127.0.0.1:3000/mcp, in-memory baskets, auth
+//! off). `MCP_BIND` changes the address and `MCP_HANDLE_TTL_SECS` how long an idle basket lives
+//! (default 86400, 24 h). On Lambda the same binary reads its settings from the function's
+//! environment.
+//!
+//! ```text
+//! curl -s http://127.0.0.1:3000/mcp \
+//!   -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+//!   -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: create_basket' \
+//!   -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_basket","arguments":{},
+//!        "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+//!                 "io.modelcontextprotocol/clientCapabilities":{}}}}'
+//! ```
+//!
+//! The tools: `create_basket` returns a `basket_id`; `add_item`, `remove_item`, `view_basket`
+//! and `checkout` take it. A basket belongs to the caller's principal and expires after the TTL
+//! of inactivity; an expired or unknown `basket_id` gets a tool error telling the caller to
+//! create a new basket.
+
+mod tools;
+
+use tools::Basket;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let config = mcp_lambda::Config::from_env()?;
+    mcp_lambda::init_tracing(&config);
+    let handles = mcp_lambda::handles::from_config(&config).await?;
+    let basket = Basket::new(handles, config.handle_ttl);
+    mcp_lambda::App::new(config)
+        .server(move || basket.clone())
+        .run()
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,554 @@
+//! The basket tools: a shopping basket kept in a handle between stateless calls.
+//!
+//! A basket is one handle of kind `"basket"` whose data is `{"items": {"<sku>": <quantity>}}`.
+//! It belongs to the caller's principal (or to one shared anonymous owner when auth is off) and
+//! expires after the configured TTL of inactivity: every call that uses it slides the expiry.
+//!
+//! Writes are optimistic: read the basket, change it, `update` with the version that was read,
+//! and on a conflict start over, with jittered backoff so a burst of concurrent calls on one
+//! basket all land.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_lambda::handles::{Handle, HandleError, HandleId, HandleStore};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::model::{ContentBlock, IntoContents};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The handle kind for baskets.
+const KIND: &str = "basket";
+
+/// The owner of every basket when the request carries no principal (auth off).
+const ANONYMOUS_OWNER: &str = "anonymous";
+
+/// Most units of one SKU in a basket, and most units added or removed per call.
+const MAX_QUANTITY: u32 = 1000;
+
+/// Most distinct SKUs in one basket (keeps a basket far below the handle size limit).
+const MAX_LINES: usize = 100;
+
+/// Longest SKU, in characters.
+const MAX_SKU_LEN: usize = 64;
+
+/// Attempts at a read-modify-write before giving up on a contended basket.
+const MAX_ATTEMPTS: u32 = 16;
+
+/// The basket server: five tools over a [`HandleStore`].
+///
+/// Built once at start-up; the library clones it per request (cheap: three `Arc`-sized fields).
+#[derive(Clone)]
+pub(crate) struct Basket {
+    handles: Arc<dyn HandleStore>,
+    ttl: Duration,
+    tool_router: Arc<ToolRouter<Self>>,
+}
+
+/// Arguments naming a basket.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct BasketRef {
+    /// The `basket_id` returned by `create_basket`.
+    basket_id: String,
+}
+
+/// Arguments of `add_item`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct AddItem {
+    /// The `basket_id` returned by `create_basket`.
+    basket_id: String,
+    /// Product code: 1 to 64 characters of letters, digits, `_` and `-`.
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"^[A-Za-z0-9_-]+$"))]
+    sku: String,
+    /// How many units to add, 1 to 1000.
+    #[schemars(range(min = 1, max = 1000))]
+    quantity: i64,
+}
+
+/// Arguments of `remove_item`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct RemoveItem {
+    /// The `basket_id` returned by `create_basket`.
+    basket_id: String,
+    /// Product code of the line to remove.
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"^[A-Za-z0-9_-]+$"))]
+    sku: String,
+}
+
+/// One line of a basket.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Line {
+    /// Product code.
+    sku: String,
+    /// Units of this product.
+    quantity: u32,
+}
+
+/// A basket's contents.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct BasketView {
+    /// Pass this to the other basket tools.
+    basket_id: String,
+    /// Lines ordered by SKU.
+    items: Vec<Line>,
+    /// Sum of all quantities.
+    total_quantity: u64,
+    /// When the basket expires unless used again, in Unix seconds.
+    expires_at: u64,
+    /// Each use of the basket pushes its expiry this many seconds into the future.
+    expires_after_idle_secs: u64,
+}
+
+/// What `checkout` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct CheckoutSummary {
+    /// The basket that was checked out; it no longer exists.
+    basket_id: String,
+    /// Always `"checked_out"`.
+    status: String,
+    /// The lines bought, ordered by SKU.
+    items: Vec<Line>,
+    /// Sum of all quantities.
+    total_quantity: u64,
+}
+
+/// What a basket handle stores.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Contents {
+    items: BTreeMap<String, u32>,
+}
+
+impl Contents {
+    fn of(handle: &Handle, ttl: Duration) -> Result<Self, ToolError> {
+        if handle.kind != KIND {
+            // Another tool's handle of the same owner: not a basket, as far as callers can tell.
+            return Err(ToolError::Gone(ttl));
+        }
+        serde_json::from_value(handle.data.clone()).map_err(|e| {
+            tracing::error!(error = %e, "stored basket does not parse");
+            ToolError::Internal
+        })
+    }
+
+    fn to_value(&self) -> serde_json::Value {
+        serde_json::json!({ "items": self.items })
+    }
+
+    fn lines(&self) -> Vec<Line> {
+        self.items
+            .iter()
+            .map(|(sku, &quantity)| Line {
+                sku: sku.clone(),
+                quantity,
+            })
+            .collect()
+    }
+
+    fn total(&self) -> u64 {
+        self.items.values().map(|&q| u64::from(q)).sum()
+    }
+}
+
+/// Why a tool call failed; shown to the caller as a tool result with `isError: true`.
+#[derive(Debug)]
+pub(crate) enum ToolError {
+    /// Bad arguments; the text says which and what is allowed.
+    Invalid(String),
+    /// The basket does not exist for this caller (unknown, expired, checked out, or another
+    /// principal's: the answer is the same). Carries the configured TTL for the message.
+    Gone(Duration),
+    /// The handle store is down.
+    Unavailable,
+    /// Too many concurrent writers on one basket.
+    Busy,
+    /// A bug or corrupt data; details are logged, not shown.
+    Internal,
+}
+
+impl ToolError {
+    fn message(&self) -> String {
+        match self {
+            Self::Invalid(text) => text.clone(),
+            Self::Gone(ttl) => format!(
+                "This basket does not exist or has expired (baskets expire after {} of \
+                 inactivity). Call create_basket to get a new basket_id, then add the items \
+                 again.",
+                human(*ttl)
+            ),
+            Self::Unavailable => "The basket service is temporarily unavailable. Nothing was \
+                changed; try the same call again in a few seconds."
+                .into(),
+            Self::Busy => "The basket is being changed by other requests right now. Nothing was \
+                changed; try the same call again."
+                .into(),
+            Self::Internal => "Something went wrong on the server. Try again; if it keeps \
+                failing, call create_basket for a new basket."
+                .into(),
+        }
+    }
+}
+
+impl IntoContents for ToolError {
+    fn into_contents(self) -> Vec<ContentBlock> {
+        vec![ContentBlock::text(self.message())]
+    }
+}
+
+type ToolResult<T> = Result<Json<T>, ToolError>;
+
+#[tool_router(router = tool_router)]
+impl Basket {
+    /// A basket server over `handles`; baskets expire after `ttl` without use.
+    pub(crate) fn new(handles: Arc<dyn HandleStore>, ttl: Duration) -> Self {
+        let mut router = Self::tool_router();
+        let ttl_text = human(ttl);
+        // The descriptions state the configured expiry, so the model can plan around it.
+        for route in router.map.values_mut() {
+            if let Some(description) = &route.attr.description {
+                let text = description.replace("24 h", &ttl_text);
+                route.attr.description = Some(text.into());
+            }
+        }
+        Self {
+            handles,
+            ttl,
+            tool_router: Arc::new(router),
+        }
+    }
+
+    #[tool(
+        description = "Create an empty shopping basket and return its basket_id. Pass the \
+            basket_id to add_item, remove_item, view_basket and checkout. The basket expires \
+            after 24 h of inactivity (every call that uses it resets the clock); after that, \
+            create a new one.",
+        annotations(title = "Create basket", read_only_hint = false, destructive_hint = false, open_world_hint = false)
+    )]
+    async fn create_basket(&self, ctx: RequestContext<RoleServer>) -> ToolResult<BasketView> {
+        let owner = owner(&ctx);
+        let contents = Contents::default();
+        let handle = self
+            .handles
+            .create(&owner, KIND, contents.to_value(), self.ttl)
+            .await
+            .map_err(|e| self.explain(e))?;
+        Ok(Json(self.view(&handle, &contents)))
+    }
+
+    #[tool(
+        description = "Add units of a product to a basket. Adding a SKU already in the basket \
+            increases its quantity (at most 1000 units per SKU, 100 SKUs per basket). Returns \
+            the updated basket. Baskets expire after 24 h of inactivity.",
+        annotations(title = "Add item", read_only_hint = false, destructive_hint = false, open_world_hint = false)
+    )]
+    async fn add_item(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<AddItem>,
+    ) -> ToolResult<BasketView> {
+        let sku = validate_sku(&args.sku)?;
+        let quantity = validate_quantity(args.quantity)?;
+        let id = self.basket_id(&args.basket_id)?;
+        let (handle, contents) = self
+            .modify(&owner(&ctx), id, |contents| {
+                if !contents.items.contains_key(sku) && contents.items.len() >= MAX_LINES {
+                    return Err(ToolError::Invalid(format!(
+                        "The basket already holds {MAX_LINES} different SKUs, the most allowed. \
+                         Remove one or check out first."
+                    )));
+                }
+                let line = contents.items.entry(sku.to_owned()).or_insert(0);
+                let total = *line + quantity;
+                if total > MAX_QUANTITY {
+                    return Err(ToolError::Invalid(format!(
+                        "The basket already holds {line} of {sku}; adding {quantity} would make \
+                         {total}, above the limit of {MAX_QUANTITY} per SKU."
+                    )));
+                }
+                *line = total;
+                Ok(())
+            })
+            .await?;
+        Ok(Json(self.view(&handle, &contents)))
+    }
+
+    #[tool(
+        description = "Remove a product line (all its units) from a basket. Returns the \
+            updated basket. Baskets expire after 24 h of inactivity.",
+        annotations(title = "Remove item", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn remove_item(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<RemoveItem>,
+    ) -> ToolResult<BasketView> {
+        let sku = validate_sku(&args.sku)?;
+        let id = self.basket_id(&args.basket_id)?;
+        let (handle, contents) = self
+            .modify(&owner(&ctx), id, |contents| {
+                contents.items.remove(sku).map(drop).ok_or_else(|| {
+                    ToolError::Invalid(format!(
+                        "{sku} is not in this basket; call view_basket to see its lines."
+                    ))
+                })
+            })
+            .await?;
+        Ok(Json(self.view(&handle, &contents)))
+    }
+
+    #[tool(
+        description = "Show the lines and total quantity of a basket. Viewing counts as use: \
+            it resets the basket's 24 h inactivity expiry.",
+        annotations(title = "View basket", read_only_hint = true, open_world_hint = false)
+    )]
+    async fn view_basket(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<BasketRef>,
+    ) -> ToolResult<BasketView> {
+        let id = self.basket_id(&args.basket_id)?;
+        let handle = self
+            .handles
+            .touch(&owner(&ctx), id, self.ttl)
+            .await
+            .map_err(|e| self.explain(e))?;
+        let contents = Contents::of(&handle, self.ttl)?;
+        Ok(Json(self.view(&handle, &contents)))
+    }
+
+    #[tool(
+        description = "Check out a basket: returns a summary of what was bought and closes the \
+            basket, so its basket_id stops working. Call create_basket to shop again. An empty \
+            basket cannot be checked out.",
+        annotations(title = "Check out", read_only_hint = false, destructive_hint = true, open_world_hint = false)
+    )]
+    async fn checkout(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<BasketRef>,
+    ) -> ToolResult<CheckoutSummary> {
+        let id = self.basket_id(&args.basket_id)?;
+        let owner = owner(&ctx);
+        for attempt in 0..MAX_ATTEMPTS {
+            let handle = self
+                .handles
+                .get(&owner, id)
+                .await
+                .map_err(|e| self.explain(e))?;
+            let contents = Contents::of(&handle, self.ttl)?;
+            if contents.items.is_empty() {
+                return Err(ToolError::Invalid(
+                    "The basket is empty; add items with add_item before checking out.".into(),
+                ));
+            }
+            // Deleting at the version read makes the summary exactly what was checked out.
+            match self.handles.delete(&owner, id, Some(handle.version)).await {
+                Ok(()) => {
+                    return Ok(Json(CheckoutSummary {
+                        basket_id: id.to_string(),
+                        status: "checked_out".into(),
+                        items: contents.lines(),
+                        total_quantity: contents.total(),
+                    }));
+                }
+                Err(HandleError::Conflict { .. }) => backoff(attempt).await,
+                Err(e) => return Err(self.explain(e)),
+            }
+        }
+        Err(ToolError::Busy)
+    }
+}
+
+#[tool_handler(
+    router = self.tool_router,
+    name = "mcp-lambda-basket",
+    instructions = "A shopping basket kept between calls. Call create_basket first and pass the \
+        basket_id it returns to add_item, remove_item, view_basket and checkout. Baskets belong \
+        to the caller and expire after a period of inactivity; when a basket_id stops working, \
+        create a new basket."
+)]
+impl rmcp::ServerHandler for Basket {}
+
+impl Basket {
+    /// Reads, changes and writes back a basket, retrying on concurrent changes.
+    async fn modify(
+        &self,
+        owner: &str,
+        id: HandleId,
+        change: impl Fn(&mut Contents) -> Result<(), ToolError>,
+    ) -> Result<(Handle, Contents), ToolError> {
+        for attempt in 0..MAX_ATTEMPTS {
+            let handle = self
+                .handles
+                .get(owner, id)
+                .await
+                .map_err(|e| self.explain(e))?;
+            let mut contents = Contents::of(&handle, self.ttl)?;
+            change(&mut contents)?;
+            let data = contents.to_value();
+            match self
+                .handles
+                .update(owner, id, handle.version, data, self.ttl)
+                .await
+            {
+                Ok(handle) => return Ok((handle, contents)),
+                Err(HandleError::Conflict { .. }) => backoff(attempt).await,
+                Err(e) => return Err(self.explain(e)),
+            }
+        }
+        tracing::warn!(attempts = MAX_ATTEMPTS, "basket update kept conflicting");
+        Err(ToolError::Busy)
+    }
+
+    /// Parses a client-supplied id; anything that is not a handle id is simply not a basket.
+    fn basket_id(&self, text: &str) -> Result<HandleId, ToolError> {
+        text.trim()
+            .parse()
+            .map_err(|_| ToolError::Gone(self.ttl))
+    }
+
+    /// A store error as the caller should see it.
+    fn explain(&self, error: HandleError) -> ToolError {
+        match error {
+            HandleError::NotFound => ToolError::Gone(self.ttl),
+            HandleError::Conflict { .. } => ToolError::Busy,
+            HandleError::Unavailable(reason) => {
+                tracing::warn!(%reason, "handle store unavailable");
+                ToolError::Unavailable
+            }
+            other => {
+                tracing::error!(error = %other, "handle store refused a basket operation");
+                ToolError::Internal
+            }
+        }
+    }
+
+    fn view(&self, handle: &Handle, contents: &Contents) -> BasketView {
+        BasketView {
+            basket_id: handle.id.to_string(),
+            items: contents.lines(),
+            total_quantity: contents.total(),
+            expires_at: handle.expires_at_secs(),
+            expires_after_idle_secs: self.ttl.as_secs(),
+        }
+    }
+}
+
+/// The request's principal as a handle owner; one shared owner when auth is off.
+fn owner(ctx: &RequestContext<RoleServer>) -> String {
+    match mcp_lambda::Principal::from_request(ctx) {
+        // Subjects are unique per issuer only. Issuers are URLs, so they hold no space.
+        Some(principal) => format!("iss={} sub={}", principal.issuer, principal.subject),
+        None => ANONYMOUS_OWNER.to_owned(),
+    }
+}
+
+fn validate_sku(sku: &str) -> Result<&str, ToolError> {
+    let ok = (1..=MAX_SKU_LEN).contains(&sku.len())
+        && sku
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(sku)
+    } else {
+        Err(ToolError::Invalid(format!(
+            "sku must be 1 to {MAX_SKU_LEN} characters of letters, digits, '_' and '-' \
+             (e.g. \"TEA-001\")."
+        )))
+    }
+}
+
+fn validate_quantity(quantity: i64) -> Result<u32, ToolError> {
+    u32::try_from(quantity)
+        .ok()
+        .filter(|q| (1..=MAX_QUANTITY).contains(q))
+        .ok_or_else(|| {
+            ToolError::Invalid(format!(
+                "quantity must be a whole number from 1 to {MAX_QUANTITY}, got {quantity}."
+            ))
+        })
+}
+
+/// Waits before retry `attempt` (0-based): full jitter over an exponential window, 2 ms doubling
+/// up to 256 ms, so concurrent writers spread out instead of colliding again.
+async fn backoff(attempt: u32) {
+    use ring::rand::{SecureRandom, SystemRandom};
+    let window_ms = 2u64 << attempt.min(7);
+    let mut byte = [0u8; 2];
+    let jitter = match SystemRandom::new().fill(&mut byte) {
+        Ok(()) => u64::from(u16::from_le_bytes(byte)) % window_ms,
+        Err(_) => window_ms / 2,
+    };
+    tokio::time::sleep(Duration::from_millis(jitter + 1)).await;
+}
+
+/// `24 h`, `90 min`, `45 s`: the TTL as tool descriptions and messages show it.
+fn human(ttl: Duration) -> String {
+    let secs = ttl.as_secs();
+    match secs {
+        0 => format!("{} ms", ttl.as_millis()),
+        s if s % 3600 == 0 => format!("{} h", s / 3600),
+        s if s % 60 == 0 => format!("{} min", s / 60),
+        s => format!("{s} s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skus_follow_the_documented_alphabet_and_length() {
+        for good in ["A", "tea-001", "X_Y", &"a".repeat(64)] {
+            assert!(validate_sku(good).is_ok(), "{good}");
+        }
+        for bad in ["", "tea 001", "tea/1", "é", &"a".repeat(65)] {
+            assert!(validate_sku(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn quantities_outside_one_to_a_thousand_are_refused() {
+        assert_eq!(validate_quantity(1).unwrap(), 1);
+        assert_eq!(validate_quantity(1000).unwrap(), 1000);
+        for bad in [0, -1, 1001, i64::MAX, i64::MIN] {
+            assert!(validate_quantity(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ttls_read_naturally() {
+        assert_eq!(human(Duration::from_secs(86_400)), "24 h");
+        assert_eq!(human(Duration::from_secs(5_400)), "90 min");
+        assert_eq!(human(Duration::from_secs(2)), "2 s");
+    }
+
+    #[test]
+    fn descriptions_state_the_configured_expiry() {
+        let basket = Basket::new(mcp_lambda::handles::memory(), Duration::from_secs(2));
+        let tools = basket.tool_router.list_all();
+        let create = tools.iter().find(|t| t.name == "create_basket").unwrap();
+        let text = create.description.as_deref().unwrap();
+        assert!(text.contains("expires after 2 s of inactivity"), "{text}");
+
+        let basket = Basket::new(mcp_lambda::handles::memory(), Duration::from_secs(86_400));
+        let tools = basket.tool_router.list_all();
+        let create = tools.iter().find(|t| t.name == "create_basket").unwrap();
+        let text = create.description.as_deref().unwrap();
+        assert!(text.contains("expires after 24 h of inactivity"), "{text}");
+        assert!(tools.iter().all(|t| t.output_schema.is_some()), "{tools:?}");
+    }
+
+    #[test]
+    fn unknown_and_expired_read_the_same() {
+        let ttl = Duration::from_secs(60);
+        let basket = Basket::new(mcp_lambda::handles::memory(), ttl);
+        let malformed = basket.basket_id("nope").unwrap_err().message();
+        let missing = basket.explain(HandleError::NotFound).message();
+        assert_eq!(malformed, missing);
+        assert!(missing.contains("create_basket"), "{missing}");
+    }
+}

@@ -1,0 +1,550 @@
+//! Typed configuration, read from the environment in one place.
+//!
+//! [`Config::from_env`] is the only function in the crate that reads
+//! environment variables. Every value is parsed and validated here, so a bad
+//! value stops start-up with a message that names the variable and says what
+//! it expects, instead of failing on the first request.
+//!
+//! | variable | default | meaning |
+//! |---|---|---|
+//! | `MCP_BIND` | `127.0.0.1:3000` | local listen address (not used on Lambda) |
+//! | `MCP_PATH` | `/mcp` | the MCP endpoint path |
+//! | `MCP_ALLOWED_HOSTS` | loopback names | comma-separated `Host` values accepted (DNS-rebinding guard); `*` disables the check |
+//! | `MCP_ALLOWED_ORIGINS` | none | comma-separated browser origins (`https://app.example.com:443`); a request with any other `Origin` gets 403 |
+//! | `MCP_MAX_BODY_BYTES` | `1048576` | request bodies above this get 413 |
+//! | `MCP_PAGE_SIZE` | `100` | items per page of `tools/list` and the other lists |
+//! | `MCP_CACHE_<METHOD>` | see [`CacheHints`] | `<ttl seconds>[,public\|private]`, e.g. `MCP_CACHE_TOOLS_LIST=300,public` |
+//! | `MCP_REQUEST_STATE_KEY` | random in local mode | base64 key, ≥ 32 bytes, that seals MRTR `requestState` and signs cursors; `MCP_REQUEST_STATE_KEY_PREVIOUS` is still accepted for verification during rotation |
+//! | `MCP_HANDLE_TTL_SECS` | `86400` | inactivity expiry of handles |
+//! | `MCP_LEGACY_SESSIONS` | `false` | in-memory sessions for 2025-era clients (local mode only) |
+//! | `MCP_LAMBDA_STREAMING` | `false` | Lambda response streaming for SSE answers |
+//! | `MCP_LOG` | `info` | tracing filter |
+
+use std::{net::SocketAddr, time::Duration};
+
+use base64::Engine as _;
+use thiserror::Error;
+
+/// Where the process is running, decided by `AWS_LAMBDA_RUNTIME_API`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A plain HTTP server on [`Config::bind`].
+    Local,
+    /// Inside the AWS Lambda runtime.
+    Lambda,
+}
+
+/// Who may reuse a cached answer, mirrored into `Cache-Control`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheScope {
+    /// Any client or shared cache may reuse the answer.
+    Public,
+    /// Only the same authorization context may reuse the answer.
+    Private,
+}
+
+/// A cache hint: freshness and scope, as `ttlMs`/`cacheScope` in the body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheHint {
+    /// How long the answer stays fresh.
+    pub ttl: Duration,
+    /// Who may reuse it.
+    pub scope: CacheScope,
+}
+
+impl CacheHint {
+    const fn public(secs: u64) -> Self {
+        Self {
+            ttl: Duration::from_secs(secs),
+            scope: CacheScope::Public,
+        }
+    }
+}
+
+/// Cache hints per cacheable method.
+///
+/// Defaults: `server/discover` 1 h public; lists 5 min public;
+/// `resources/read` 0 s private (resource contents are often per user).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheHints {
+    /// `server/discover` (`MCP_CACHE_SERVER_DISCOVER`).
+    pub discover: CacheHint,
+    /// `tools/list` (`MCP_CACHE_TOOLS_LIST`).
+    pub tools_list: CacheHint,
+    /// `prompts/list` (`MCP_CACHE_PROMPTS_LIST`).
+    pub prompts_list: CacheHint,
+    /// `resources/list` (`MCP_CACHE_RESOURCES_LIST`).
+    pub resources_list: CacheHint,
+    /// `resources/templates/list` (`MCP_CACHE_RESOURCES_TEMPLATES_LIST`).
+    pub resource_templates_list: CacheHint,
+    /// `resources/read` (`MCP_CACHE_RESOURCES_READ`).
+    pub resources_read: CacheHint,
+}
+
+impl Default for CacheHints {
+    fn default() -> Self {
+        Self {
+            discover: CacheHint::public(3600),
+            tools_list: CacheHint::public(300),
+            prompts_list: CacheHint::public(300),
+            resources_list: CacheHint::public(300),
+            resource_templates_list: CacheHint::public(300),
+            resources_read: CacheHint {
+                ttl: Duration::ZERO,
+                scope: CacheScope::Private,
+            },
+        }
+    }
+}
+
+impl CacheHints {
+    /// The hint for a JSON-RPC method, if the method's result is cacheable.
+    pub fn for_method(&self, method: &str) -> Option<CacheHint> {
+        Some(match method {
+            "server/discover" => self.discover,
+            "tools/list" => self.tools_list,
+            "prompts/list" => self.prompts_list,
+            "resources/list" => self.resources_list,
+            "resources/templates/list" => self.resource_templates_list,
+            "resources/read" => self.resources_read,
+            _ => return None,
+        })
+    }
+}
+
+/// The key(s) that seal MRTR `requestState` and sign list cursors.
+///
+/// The first key signs; every key verifies, so a key can be rotated by moving
+/// it to `MCP_REQUEST_STATE_KEY_PREVIOUS`. `Debug` never shows key bytes.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RequestStateKeys {
+    keys: Vec<Vec<u8>>,
+    generated: bool,
+}
+
+impl std::fmt::Debug for RequestStateKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestStateKeys")
+            .field("keys", &self.keys.len())
+            .field("generated", &self.generated)
+            .finish()
+    }
+}
+
+impl RequestStateKeys {
+    /// Minimum key length in bytes.
+    pub const MIN_LEN: usize = 32;
+
+    /// Keys from raw bytes; the first one signs.
+    ///
+    /// ```
+    /// let keys = mcp_lambda::config::RequestStateKeys::new(vec![vec![7u8; 32]]).unwrap();
+    /// assert_eq!(keys.signing().len(), 32);
+    /// ```
+    pub fn new(keys: Vec<Vec<u8>>) -> Result<Self, &'static str> {
+        if keys.is_empty() {
+            return Err("at least one key is needed");
+        }
+        if keys.iter().any(|k| k.len() < Self::MIN_LEN) {
+            return Err("a key must be at least 32 bytes");
+        }
+        Ok(Self {
+            keys,
+            generated: false,
+        })
+    }
+
+    /// A fresh random key (local mode only: other instances cannot verify it).
+    pub fn generate() -> Self {
+        use ring::rand::SecureRandom as _;
+        let mut key = vec![0u8; Self::MIN_LEN];
+        ring::rand::SystemRandom::new()
+            .fill(&mut key)
+            .expect("the operating system's random source failed");
+        Self {
+            keys: vec![key],
+            generated: true,
+        }
+    }
+
+    /// The key that signs new state.
+    pub fn signing(&self) -> &[u8] {
+        &self.keys[0]
+    }
+
+    /// Every key accepted for verification, signing key first.
+    pub fn all(&self) -> &[Vec<u8>] {
+        &self.keys
+    }
+
+    /// Whether the key was generated at start-up rather than configured.
+    pub fn is_generated(&self) -> bool {
+        self.generated
+    }
+}
+
+/// Everything the server needs to know, read once at start-up.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// Lambda or local.
+    pub mode: Mode,
+    /// Local listen address (`MCP_BIND`).
+    pub bind: SocketAddr,
+    /// The MCP endpoint path (`MCP_PATH`), starting with `/`.
+    pub path: String,
+    /// Accepted `Host` values; empty means any host (`MCP_ALLOWED_HOSTS=*`).
+    pub allowed_hosts: Vec<String>,
+    /// Accepted browser origins; empty means requests with an `Origin` are refused
+    /// unless the origin is loopback in local mode.
+    pub allowed_origins: Vec<String>,
+    /// Body cap in bytes (`MCP_MAX_BODY_BYTES`).
+    pub max_body_bytes: usize,
+    /// Items per list page (`MCP_PAGE_SIZE`).
+    pub page_size: usize,
+    /// Cache hints per method.
+    pub cache: CacheHints,
+    /// Keys for `requestState` and cursors.
+    pub request_state_keys: RequestStateKeys,
+    /// Inactivity expiry of handles (`MCP_HANDLE_TTL_SECS`).
+    pub handle_ttl: Duration,
+    /// In-memory sessions for legacy clients (`MCP_LEGACY_SESSIONS`, local only).
+    pub legacy_sessions: bool,
+    /// Lambda response streaming for SSE answers (`MCP_LAMBDA_STREAMING`);
+    /// needs `InvokeMode: RESPONSE_STREAM` or API Gateway streaming.
+    pub lambda_streaming: bool,
+    /// Tracing filter (`MCP_LOG`).
+    pub log_filter: String,
+}
+
+/// A configuration value that could not be used.
+#[derive(Debug, Error)]
+#[error("{variable}={value:?}: {reason}")]
+pub struct ConfigError {
+    /// The environment variable.
+    pub variable: &'static str,
+    /// The value found (keys are never echoed).
+    pub value: String,
+    /// What was expected.
+    pub reason: String,
+}
+
+impl Config {
+    /// Reads the configuration from the process environment.
+    ///
+    /// ```no_run
+    /// let config = mcp_lambda::Config::from_env()?;
+    /// println!("serving {}", config.path);
+    /// # Ok::<(), mcp_lambda::config::ConfigError>(())
+    /// ```
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// The configuration a local run gets with nothing set.
+    pub fn local_default() -> Self {
+        Self::from_lookup(|_| None).expect("the embedded defaults are valid")
+    }
+
+    /// Reads the configuration through `lookup` (the environment in
+    /// [`Config::from_env`]; a map in tests).
+    ///
+    /// ```
+    /// use mcp_lambda::Config;
+    /// let config = Config::from_lookup(|name| (name == "MCP_PATH").then(|| "/rpc".to_string())).unwrap();
+    /// assert_eq!(config.path, "/rpc");
+    /// let err = Config::from_lookup(|name| (name == "MCP_PAGE_SIZE").then(|| "0".to_string())).unwrap_err();
+    /// assert_eq!(err.variable, "MCP_PAGE_SIZE");
+    /// ```
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let fail = |variable: &'static str, value: &str, reason: &str| ConfigError {
+            variable,
+            value: value.to_string(),
+            reason: reason.to_string(),
+        };
+        let mode = if get("AWS_LAMBDA_RUNTIME_API").is_some() {
+            Mode::Lambda
+        } else {
+            Mode::Local
+        };
+
+        let bind = match get("MCP_BIND") {
+            Some(v) => v.trim().parse().map_err(|_| {
+                fail("MCP_BIND", &v, "expected an IP address and port, e.g. 127.0.0.1:3000")
+            })?,
+            None => SocketAddr::from(([127, 0, 0, 1], 3000)),
+        };
+
+        let path = get("MCP_PATH").unwrap_or_else(|| "/mcp".into());
+        if !path.starts_with('/') || path.len() < 2 || path.contains(['?', '#', ' ']) || path.ends_with('/') {
+            return Err(fail(
+                "MCP_PATH",
+                &path,
+                "expected an absolute path without query or trailing slash, e.g. /mcp",
+            ));
+        }
+
+        let allowed_hosts = match get("MCP_ALLOWED_HOSTS") {
+            Some(v) if v.trim() == "*" => Vec::new(),
+            Some(v) => {
+                let hosts = split_list(&v);
+                if hosts.iter().any(|h| h.contains(['/', ' ']) || h.contains("://")) {
+                    return Err(fail(
+                        "MCP_ALLOWED_HOSTS",
+                        &v,
+                        "expected comma-separated host names or host:port, e.g. abc.lambda-url.us-east-1.on.aws,d111.cloudfront.net (or * for any)",
+                    ));
+                }
+                hosts
+            }
+            None => vec!["localhost".into(), "127.0.0.1".into(), "::1".into(), "[::1]".into()],
+        };
+
+        let allowed_origins = match get("MCP_ALLOWED_ORIGINS") {
+            Some(v) => {
+                let origins = split_list(&v);
+                if origins.iter().any(|o| o != "null" && !(o.starts_with("http://") || o.starts_with("https://"))) {
+                    return Err(fail(
+                        "MCP_ALLOWED_ORIGINS",
+                        &v,
+                        "expected comma-separated origins with a scheme, e.g. https://app.example.com:443,http://localhost:*",
+                    ));
+                }
+                origins
+            }
+            None => Vec::new(),
+        };
+
+        let max_body_bytes = parse_number(&get, "MCP_MAX_BODY_BYTES", 1024 * 1024, 1..=64 * 1024 * 1024)
+            .map_err(|(v, _)| fail("MCP_MAX_BODY_BYTES", &v, "expected a whole number of bytes between 1 and 67108864, e.g. 1048576"))?;
+        let page_size = parse_number(&get, "MCP_PAGE_SIZE", 100, 1..=10_000)
+            .map_err(|(v, _)| fail("MCP_PAGE_SIZE", &v, "expected a whole number of items between 1 and 10000"))?;
+        let handle_ttl_secs = parse_number(&get, "MCP_HANDLE_TTL_SECS", 86_400, 1..=366 * 86_400)
+            .map_err(|(v, _)| fail("MCP_HANDLE_TTL_SECS", &v, "expected whole seconds between 1 and 31622400, e.g. 86400"))?;
+
+        let mut cache = CacheHints::default();
+        for (variable, slot) in [
+            ("MCP_CACHE_SERVER_DISCOVER", &mut cache.discover),
+            ("MCP_CACHE_TOOLS_LIST", &mut cache.tools_list),
+            ("MCP_CACHE_PROMPTS_LIST", &mut cache.prompts_list),
+            ("MCP_CACHE_RESOURCES_LIST", &mut cache.resources_list),
+            ("MCP_CACHE_RESOURCES_TEMPLATES_LIST", &mut cache.resource_templates_list),
+            ("MCP_CACHE_RESOURCES_READ", &mut cache.resources_read),
+        ] {
+            if let Some(v) = get(variable) {
+                *slot = parse_cache_hint(&v, slot.scope).ok_or_else(|| {
+                    fail(variable, &v, "expected <ttl seconds>[,public|private], e.g. 300,public")
+                })?;
+            }
+        }
+
+        let request_state_keys = match get("MCP_REQUEST_STATE_KEY") {
+            Some(v) => {
+                let mut keys = vec![decode_key(&v).ok_or_else(|| ConfigError {
+                    variable: "MCP_REQUEST_STATE_KEY",
+                    value: "<redacted>".into(),
+                    reason: "expected standard base64 of at least 32 bytes, e.g. the output of `openssl rand -base64 32`".into(),
+                })?];
+                if let Some(prev) = get("MCP_REQUEST_STATE_KEY_PREVIOUS") {
+                    keys.push(decode_key(&prev).ok_or_else(|| ConfigError {
+                        variable: "MCP_REQUEST_STATE_KEY_PREVIOUS",
+                        value: "<redacted>".into(),
+                        reason: "expected standard base64 of at least 32 bytes".into(),
+                    })?);
+                }
+                RequestStateKeys::new(keys).expect("lengths checked above")
+            }
+            None if mode == Mode::Lambda => {
+                return Err(fail(
+                    "MCP_REQUEST_STATE_KEY",
+                    "",
+                    "must be set on Lambda so every instance seals and opens requestState and cursors with the same key; generate one with `openssl rand -base64 32`",
+                ));
+            }
+            None => RequestStateKeys::generate(),
+        };
+
+        let legacy_sessions = parse_bool(&get, "MCP_LEGACY_SESSIONS")
+            .map_err(|v| fail("MCP_LEGACY_SESSIONS", &v, "expected true or false"))?;
+        if legacy_sessions && mode == Mode::Lambda {
+            return Err(fail(
+                "MCP_LEGACY_SESSIONS",
+                "true",
+                "in-memory sessions cannot work on Lambda (each instance has its own memory); leave it unset so legacy clients are served statelessly",
+            ));
+        }
+
+        let lambda_streaming = parse_bool(&get, "MCP_LAMBDA_STREAMING")
+            .map_err(|v| fail("MCP_LAMBDA_STREAMING", &v, "expected true or false"))?;
+
+        Ok(Self {
+            lambda_streaming,
+            mode,
+            bind,
+            path,
+            allowed_hosts,
+            allowed_origins,
+            max_body_bytes,
+            page_size,
+            cache,
+            request_state_keys,
+            handle_ttl: Duration::from_secs(handle_ttl_secs as u64),
+            legacy_sessions,
+            log_filter: get("MCP_LOG").unwrap_or_else(|| "info".into()),
+        })
+    }
+
+    /// The codec that seals and opens MRTR `requestState` with the configured keys.
+    ///
+    /// ```
+    /// let config = mcp_lambda::Config::local_default();
+    /// let codec = config.request_state_codec();
+    /// let sealed = codec.seal(b"round-1");
+    /// assert_eq!(codec.open(&sealed).unwrap(), b"round-1");
+    /// ```
+    pub fn request_state_codec(&self) -> rmcp::model::RequestStateCodec {
+        crate::request_state::codec(&self.request_state_keys)
+    }
+}
+
+fn split_list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn parse_number(
+    get: &impl Fn(&str) -> Option<String>,
+    variable: &str,
+    default: usize,
+    range: std::ops::RangeInclusive<usize>,
+) -> Result<usize, (String, ())> {
+    match get(variable) {
+        None => Ok(default),
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(n) if range.contains(&n) => Ok(n),
+            _ => Err((v, ())),
+        },
+    }
+}
+
+fn parse_bool(get: &impl Fn(&str) -> Option<String>, variable: &str) -> Result<bool, String> {
+    match get(variable).as_deref().map(str::trim) {
+        None => Ok(false),
+        Some("true" | "1" | "yes") => Ok(true),
+        Some("false" | "0" | "no") => Ok(false),
+        Some(other) => Err(other.to_string()),
+    }
+}
+
+fn parse_cache_hint(value: &str, default_scope: CacheScope) -> Option<CacheHint> {
+    let mut parts = value.split(',').map(str::trim);
+    let secs: u64 = parts.next()?.parse().ok()?;
+    if secs > 31_536_000 {
+        return None;
+    }
+    let scope = match parts.next() {
+        None => default_scope,
+        Some("public") => CacheScope::Public,
+        Some("private") => CacheScope::Private,
+        Some(_) => return None,
+    };
+    if parts.next().is_some() {
+        return None;
+    }
+    Some(CacheHint {
+        ttl: Duration::from_secs(secs),
+        scope,
+    })
+}
+
+fn decode_key(value: &str) -> Option<Vec<u8>> {
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(value.trim())
+        .ok()?;
+    (key.len() >= RequestStateKeys::MIN_LEN).then_some(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        Config::from_lookup(|name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    #[test]
+    fn embedded_defaults_serve_loopback_on_port_3000() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.mode, Mode::Local);
+        assert_eq!(c.bind.to_string(), "127.0.0.1:3000");
+        assert_eq!(c.path, "/mcp");
+        assert!(c.request_state_keys.is_generated());
+        assert!(!c.legacy_sessions);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable_and_the_expectation() {
+        for (var, value, expect) in [
+            ("MCP_BIND", "localhost", "IP address and port"),
+            ("MCP_PATH", "mcp", "absolute path"),
+            ("MCP_MAX_BODY_BYTES", "10MB", "whole number of bytes"),
+            ("MCP_PAGE_SIZE", "0", "between 1 and 10000"),
+            ("MCP_CACHE_TOOLS_LIST", "300,shared", "public|private"),
+            ("MCP_REQUEST_STATE_KEY", "c2hvcnQ=", "at least 32 bytes"),
+            ("MCP_LEGACY_SESSIONS", "maybe", "true or false"),
+            ("MCP_ALLOWED_ORIGINS", "example.com", "with a scheme"),
+        ] {
+            let err = config(&[(var, value)]).unwrap_err();
+            assert_eq!(err.variable, var);
+            let text = err.to_string();
+            assert!(text.starts_with(var), "{text}");
+            assert!(text.contains(expect), "{text}");
+        }
+    }
+
+    #[test]
+    fn request_state_key_is_never_echoed_in_errors() {
+        let err = config(&[("MCP_REQUEST_STATE_KEY", "c2VjcmV0LXZhbHVl")]).unwrap_err();
+        assert!(!err.to_string().contains("c2VjcmV0LXZhbHVl"));
+    }
+
+    #[test]
+    fn lambda_mode_requires_a_shared_request_state_key() {
+        let err = config(&[("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")]).unwrap_err();
+        assert_eq!(err.variable, "MCP_REQUEST_STATE_KEY");
+        let key = base64::engine::general_purpose::STANDARD.encode([1u8; 32]);
+        let c = config(&[("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"), ("MCP_REQUEST_STATE_KEY", &key)]).unwrap();
+        assert_eq!(c.mode, Mode::Lambda);
+        assert!(!c.request_state_keys.is_generated());
+    }
+
+    #[test]
+    fn legacy_sessions_are_refused_on_lambda() {
+        let key = base64::engine::general_purpose::STANDARD.encode([1u8; 32]);
+        let err = config(&[
+            ("AWS_LAMBDA_RUNTIME_API", "x"),
+            ("MCP_REQUEST_STATE_KEY", &key),
+            ("MCP_LEGACY_SESSIONS", "true"),
+        ])
+        .unwrap_err();
+        assert_eq!(err.variable, "MCP_LEGACY_SESSIONS");
+    }
+
+    #[test]
+    fn cache_hints_parse_ttl_and_scope() {
+        let c = config(&[("MCP_CACHE_TOOLS_LIST", "60,private"), ("MCP_CACHE_SERVER_DISCOVER", "10")]).unwrap();
+        assert_eq!(c.cache.tools_list.ttl, Duration::from_secs(60));
+        assert_eq!(c.cache.tools_list.scope, CacheScope::Private);
+        assert_eq!(c.cache.discover.scope, CacheScope::Public);
+        assert_eq!(c.cache.for_method("tools/call"), None);
+    }
+}

@@ -1,0 +1,28 @@
+//! The crate's error type.
+
+use std::net::SocketAddr;
+
+use thiserror::Error;
+
+/// What can stop the server from starting or running.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A configuration value is unusable.
+    #[error("configuration: {0}")]
+    Config(#[from] crate::config::ConfigError),
+    /// The local listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}; set MCP_BIND to a free address, e.g. 127.0.0.1:3001")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The Lambda runtime loop failed.
+    #[error("the Lambda runtime stopped: {0}")]
+    Lambda(String),
+    /// A handle store could not be set up.
+    #[error("handle store: {0}")]
+    Handles(String),
+}

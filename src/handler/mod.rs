@@ -1,0 +1,388 @@
+//! The wrapper around the user's `ServerHandler`.
+//!
+//! [`Hosted`] delegates every MCP method to the user's handler and adds what a
+//! hosted 2026-07-28 server owes on top of it, in one place, so that JSON and
+//! SSE answers get the same treatment:
+//! - `_meta["io.modelcontextprotocol/serverInfo"]` on every result (rmcp 3.11
+//!   only puts it on `server/discover`);
+//! - `ttlMs`/`cacheScope` from [`CacheHints`](crate::config::CacheHints) on
+//!   `server/discover`, the lists and `resources/read` (rmcp 3.11 fills
+//!   `0`/`private`, or `public` from the macros, whatever the deployment wants);
+//! - pagination of the lists with signed, self-contained cursors.
+
+// Delegating the deprecated 2025-era methods keeps legacy clients working.
+#![allow(deprecated)]
+
+mod cursor;
+
+use std::{borrow::Cow, sync::Arc};
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CacheScope as RmcpCacheScope, CallToolRequestParams, CallToolResponse,
+        CancelledNotificationParam, CompleteRequestParams, CompleteResult, CustomNotification,
+        CustomRequest, CustomResult, DiscoverResult, GetPromptRequestParams, GetPromptResponse,
+        InitializeRequestParams, InitializeResult, ListPromptsResult,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
+        PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+        ReadResourceRequestParams, ReadResourceResponse, ServerConfig, SetLevelRequestParams,
+        SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    },
+    service::{NotificationContext, RequestContext, SubscriptionContext},
+};
+use serde_json::Value;
+
+pub(crate) use cursor::{CursorSigner, ListKind};
+
+use crate::config::{CacheHint, CacheScope, Config};
+
+const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+
+/// Settings shared by every clone of [`Hosted`], built once at start-up.
+#[derive(Debug)]
+pub(crate) struct HostedSettings {
+    pub(crate) cache: crate::config::CacheHints,
+    pub(crate) page_size: usize,
+    pub(crate) cursors: CursorSigner,
+    /// `serverInfo`, serialized once.
+    pub(crate) server_info: Value,
+}
+
+impl HostedSettings {
+    pub(crate) fn new(config: &Config, info: &ServerConfig) -> Self {
+        Self {
+            cache: config.cache.clone(),
+            page_size: config.page_size,
+            cursors: CursorSigner::new(config.request_state_keys.signing()),
+            server_info: serde_json::to_value(&info.server_info)
+                .expect("Implementation always serializes"),
+        }
+    }
+
+    fn stamp(&self, meta: &mut Option<MetaObject>) {
+        meta.get_or_insert_default()
+            .0
+            .insert(SERVER_INFO_KEY.to_owned(), self.server_info.clone());
+    }
+
+    fn hint(&self, method: &str) -> (Option<u64>, Option<RmcpCacheScope>) {
+        let hint: CacheHint = self
+            .cache
+            .for_method(method)
+            .expect("only called for cacheable methods");
+        let scope = match hint.scope {
+            CacheScope::Public => RmcpCacheScope::Public,
+            CacheScope::Private => RmcpCacheScope::Private,
+        };
+        (Some(hint.ttl.as_millis() as u64), Some(scope))
+    }
+
+    /// Cuts one page out of a full list and returns the cursor of the next
+    /// page. Lists the handler pages itself (it returned its own
+    /// `nextCursor`) never get here.
+    fn paginate<T>(
+        &self,
+        kind: ListKind,
+        request: Option<&PaginatedRequestParams>,
+        items: &mut Vec<T>,
+    ) -> Result<Option<String>, ErrorData> {
+        let offset = match request.and_then(|r| r.cursor.as_deref()) {
+            None => 0,
+            Some(cursor) => self
+                .cursors
+                .decode(kind, cursor)
+                .map(|offset| offset as usize)
+                .filter(|offset| *offset <= items.len())
+                .ok_or_else(|| ErrorData::invalid_params("Invalid cursor", None))?,
+        };
+        let end = offset.saturating_add(self.page_size).min(items.len());
+        let more = end < items.len();
+        items.truncate(end);
+        items.drain(..offset);
+        Ok(more.then(|| self.cursors.encode(kind, end as u32)))
+    }
+}
+
+/// The user's handler, wrapped with serverInfo, cache hints and pagination.
+#[derive(Debug, Clone)]
+pub struct Hosted<H> {
+    inner: H,
+    settings: Arc<HostedSettings>,
+}
+
+impl<H> Hosted<H> {
+    pub(crate) fn new(inner: H, settings: Arc<HostedSettings>) -> Self {
+        Self { inner, settings }
+    }
+
+    /// The wrapped handler.
+    pub fn inner(&self) -> &H {
+        &self.inner
+    }
+}
+
+fn strip_cursor(request: &Option<PaginatedRequestParams>) -> Option<PaginatedRequestParams> {
+    request.as_ref().map(|r| {
+        let mut r = r.clone();
+        r.cursor = None;
+        r
+    })
+}
+
+impl<H: ServerHandler> ServerHandler for Hosted<H> {
+    fn get_info(&self) -> ServerConfig {
+        self.inner.get_info()
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        self.inner.supported_protocol_versions()
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.inner.initialize(request, context).await
+    }
+
+    fn negotiate_initialize(
+        &self,
+        request: &InitializeRequestParams,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.inner.negotiate_initialize(request)
+    }
+
+    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.inner.ping(context).await
+    }
+
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let mut result = self.inner.discover(context).await?;
+        let (ttl, scope) = self.settings.hint("server/discover");
+        result.ttl_ms = ttl.unwrap_or_default();
+        result.cache_scope = scope.unwrap_or(RmcpCacheScope::Private);
+        self.settings.stamp(&mut result.meta);
+        Ok(result)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let mut result = self.inner.complete(request, context).await?;
+        self.settings.stamp(&mut result.meta);
+        Ok(result)
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.inner.set_level(request, context).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let mut response = self.inner.get_prompt(request, context).await?;
+        match &mut response {
+            GetPromptResponse::Complete(result) => self.settings.stamp(&mut result.meta),
+            GetPromptResponse::InputRequired(result) => self.settings.stamp(&mut result.meta),
+            _ => {}
+        }
+        Ok(response)
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let mut result = self
+            .inner
+            .list_prompts(strip_cursor(&request), context)
+            .await?;
+        if result.next_cursor.is_none() {
+            result.next_cursor =
+                self.settings
+                    .paginate(ListKind::Prompts, request.as_ref(), &mut result.prompts)?;
+        }
+        (result.ttl_ms, result.cache_scope) = self.settings.hint("prompts/list");
+        self.settings.stamp(&mut result.meta);
+        Ok(result)
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let mut result = self
+            .inner
+            .list_resources(strip_cursor(&request), context)
+            .await?;
+        if result.next_cursor.is_none() {
+            result.next_cursor = self.settings.paginate(
+                ListKind::Resources,
+                request.as_ref(),
+                &mut result.resources,
+            )?;
+        }
+        (result.ttl_ms, result.cache_scope) = self.settings.hint("resources/list");
+        self.settings.stamp(&mut result.meta);
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let mut result = self
+            .inner
+            .list_resource_templates(strip_cursor(&request), context)
+            .await?;
+        if result.next_cursor.is_none() {
+            result.next_cursor = self.settings.paginate(
+                ListKind::ResourceTemplates,
+                request.as_ref(),
+                &mut result.resource_templates,
+            )?;
+        }
+        (result.ttl_ms, result.cache_scope) = self.settings.hint("resources/templates/list");
+        self.settings.stamp(&mut result.meta);
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let mut response = self.inner.read_resource(request, context).await?;
+        match &mut response {
+            ReadResourceResponse::Complete(result) => {
+                (result.ttl_ms, result.cache_scope) = self.settings.hint("resources/read");
+                self.settings.stamp(&mut result.meta);
+            }
+            ReadResourceResponse::InputRequired(result) => self.settings.stamp(&mut result.meta),
+            _ => {}
+        }
+        Ok(response)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.inner.accepted_subscription_filter(requested)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        self.inner.listen(context).await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.inner.subscribe(request, context).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.inner.unsubscribe(request, context).await
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let mut response = self.inner.call_tool(request, context).await?;
+        match &mut response {
+            CallToolResponse::Complete(result) => self.settings.stamp(&mut result.meta),
+            CallToolResponse::InputRequired(result) => self.settings.stamp(&mut result.meta),
+            _ => {}
+        }
+        Ok(response)
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let mut result = self
+            .inner
+            .list_tools(strip_cursor(&request), context)
+            .await?;
+        if result.next_cursor.is_none() {
+            result.next_cursor =
+                self.settings
+                    .paginate(ListKind::Tools, request.as_ref(), &mut result.tools)?;
+        }
+        (result.ttl_ms, result.cache_scope) = self.settings.hint("tools/list");
+        self.settings.stamp(&mut result.meta);
+        Ok(result)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.inner.get_tool(name)
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        self.inner.on_custom_request(request, context).await
+    }
+
+    async fn on_cancelled(
+        &self,
+        notification: CancelledNotificationParam,
+        context: NotificationContext<RoleServer>,
+    ) {
+        self.inner.on_cancelled(notification, context).await
+    }
+
+    async fn on_progress(
+        &self,
+        notification: ProgressNotificationParam,
+        context: NotificationContext<RoleServer>,
+    ) {
+        self.inner.on_progress(notification, context).await
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.inner.on_initialized(context).await
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        self.inner.on_roots_list_changed(context).await
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        context: NotificationContext<RoleServer>,
+    ) {
+        self.inner
+            .on_custom_notification(notification, context)
+            .await
+    }
+}

@@ -1,0 +1,205 @@
+//! Handle ids: random UUIDv4s drawn from the operating system's CSPRNG.
+//!
+//! An id is the only thing a client holds, so it must be unguessable: with auth off it *is* the
+//! bearer secret. 122 random bits from `ring`'s `SystemRandom` make guessing hopeless, and the
+//! strict parser means one id has exactly one spelling (no case or brace variants that a cache or
+//! a log could treat as different handles).
+
+use std::fmt;
+use std::str::FromStr;
+
+use ring::rand::{SecureRandom, SystemRandom};
+
+use super::HandleError;
+
+/// The id of a [`Handle`](super::Handle): a random UUID (version 4).
+///
+/// Shown as 36 lowercase characters, `xxxxxxxx-xxxx-4xxx-Nxxx-xxxxxxxxxxxx` where `N` is one
+/// of `8 9 a b`. Parsing accepts exactly that form and nothing else.
+///
+/// # Example
+///
+/// ```
+/// use mcp_lambda::handles::HandleId;
+///
+/// let id = HandleId::random()?;
+/// let text = id.to_string();
+/// assert_eq!(text.len(), 36);
+/// assert_eq!(text.parse::<HandleId>()?, id);
+///
+/// // Only the canonical spelling parses.
+/// assert!(text.to_uppercase().parse::<HandleId>().is_err());
+/// assert!("not-a-handle".parse::<HandleId>().is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HandleId([u8; 16]);
+
+impl HandleId {
+    /// Draws a fresh id from the system CSPRNG.
+    ///
+    /// # Errors
+    ///
+    /// [`HandleError::Unavailable`] if the operating system refuses to provide random bytes
+    /// (practically never; there is no fallback to a weaker source).
+    pub fn random() -> Result<Self, HandleError> {
+        let mut bytes = [0u8; 16];
+        SystemRandom::new().fill(&mut bytes).map_err(|_| {
+            HandleError::Unavailable("the system random number generator failed".into())
+        })?;
+        bytes[6] = (bytes[6] & 0x0f) | 0x40; // version 4
+        bytes[8] = (bytes[8] & 0x3f) | 0x80; // variant RFC 9562 (10xx)
+        Ok(Self(bytes))
+    }
+
+    /// The 16 raw bytes.
+    pub fn as_bytes(&self) -> &[u8; 16] {
+        &self.0
+    }
+}
+
+impl fmt::Display for HandleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0u8; 36];
+        let mut at = 0;
+        for (i, byte) in self.0.iter().enumerate() {
+            if matches!(i, 4 | 6 | 8 | 10) {
+                out[at] = b'-';
+                at += 1;
+            }
+            out[at] = HEX[usize::from(byte >> 4)];
+            out[at + 1] = HEX[usize::from(byte & 0x0f)];
+            at += 2;
+        }
+        // Every byte written above is ASCII.
+        f.write_str(std::str::from_utf8(&out).map_err(|_| fmt::Error)?)
+    }
+}
+
+impl fmt::Debug for HandleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "HandleId({self})")
+    }
+}
+
+/// The text is not a handle id.
+///
+/// The input is left out of the message: it came from a client and may be anything.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "not a handle id: expected a lowercase UUIDv4 such as 1b4e28ba-2fa1-4d2e-883f-0016d3cca427"
+)]
+pub struct ParseHandleIdError(());
+
+impl FromStr for HandleId {
+    type Err = ParseHandleIdError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let text = s.as_bytes();
+        const HYPHENS: [usize; 4] = [8, 13, 18, 23];
+        if text.len() != 36 || HYPHENS.iter().any(|&i| text[i] != b'-') {
+            return Err(ParseHandleIdError(()));
+        }
+        let mut digits = text
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !HYPHENS.contains(i))
+            .map(|(_, c)| nibble(*c));
+        let mut bytes = [0u8; 16];
+        for byte in &mut bytes {
+            // 36 characters minus 4 hyphens leave exactly 32 digits, two per byte.
+            let hi = digits.next().ok_or(ParseHandleIdError(()))??;
+            let lo = digits.next().ok_or(ParseHandleIdError(()))??;
+            *byte = (hi << 4) | lo;
+        }
+        if bytes[6] >> 4 != 4 || bytes[8] >> 6 != 0b10 {
+            return Err(ParseHandleIdError(()));
+        }
+        Ok(Self(bytes))
+    }
+}
+
+fn nibble(c: u8) -> Result<u8, ParseHandleIdError> {
+    match c {
+        b'0'..=b'9' => Ok(c - b'0'),
+        b'a'..=b'f' => Ok(c - b'a' + 10),
+        _ => Err(ParseHandleIdError(())),
+    }
+}
+
+impl serde::Serialize for HandleId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for HandleId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_ids_are_version_4_and_round_trip() {
+        for _ in 0..1000 {
+            let id = HandleId::random().unwrap();
+            let text = id.to_string();
+            assert_eq!(text.len(), 36, "{text}");
+            assert_eq!(&text[14..15], "4", "{text}");
+            assert!(matches!(&text[19..20], "8" | "9" | "a" | "b"), "{text}");
+            assert_eq!(text.parse::<HandleId>(), Ok(id), "{text}");
+        }
+    }
+
+    #[test]
+    fn random_ids_differ() {
+        let a = HandleId::random().unwrap();
+        let b = HandleId::random().unwrap();
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn canonical_v4_text_parses() {
+        let text = "1b4e28ba-2fa1-4d2e-883f-0016d3cca427";
+        assert_eq!(text.parse::<HandleId>().unwrap().to_string(), text);
+    }
+
+    #[test]
+    fn anything_but_a_canonical_v4_uuid_is_refused() {
+        for bad in [
+            "",
+            "1b4e28ba2fa14d2e883f0016d3cca427",       // no hyphens
+            "1B4E28BA-2FA1-4D2E-883F-0016D3CCA427",   // uppercase
+            "{1b4e28ba-2fa1-4d2e-883f-0016d3cca427}", // braces
+            "urn:uuid:1b4e28ba-2fa1-4d2e-883f-0016d3cca427",
+            "1b4e28ba-2fa1-1d2e-883f-0016d3cca427", // version 1
+            "1b4e28ba-2fa1-4d2e-c83f-0016d3cca427", // variant 110x
+            "1b4e28ba-2fa1-4d2e-783f-0016d3cca427", // variant 0xxx
+            "1b4e28b-a2fa1-4d2e-883f-0016d3cca427", // hyphen moved
+            "1b4e28ba-2fa1-4d2e-883f-0016d3cca42g", // not hex
+            "1b4e28ba-2fa1-4d2e-883f-0016d3cca427 ", // trailing space
+            " 1b4e28ba-2fa1-4d2e-883f-0016d3cca427", // leading space
+            "1b4e28ba-2fa1-4d2e-883f-0016d3cca4270", // too long
+            "1b4e28ba-2fa1-4d2e-883f--016d3cca427", // hyphen for digit
+            "1b4e28ba-2fa1-4d2e-883f-0016d3cca42é", // non-ASCII
+            "00000000-0000-0000-0000-000000000000", // nil
+        ] {
+            assert!(bad.parse::<HandleId>().is_err(), "parsed {bad:?}");
+        }
+    }
+
+    #[test]
+    fn serde_uses_the_canonical_text() {
+        let id: HandleId = "1b4e28ba-2fa1-4d2e-883f-0016d3cca427".parse().unwrap();
+        let json = serde_json::to_string(&id).unwrap();
+        assert_eq!(json, "\"1b4e28ba-2fa1-4d2e-883f-0016d3cca427\"");
+        assert_eq!(serde_json::from_str::<HandleId>(&json).unwrap(), id);
+        assert!(serde_json::from_str::<HandleId>("\"nope\"").is_err());
+    }
+}

@@ -1,0 +1,379 @@
+//! Handles: small pieces of state a tool hands out by id instead of keeping a session.
+//!
+//! MCP 2026-07-28 is stateless: any request may land on any Lambda instance, so state that must
+//! outlive one call lives in a [`HandleStore`] and is referenced by an explicit id the client
+//! sends back each time (a basket id, a job id). The store is shaped for DynamoDB, one round trip
+//! per operation, and ships with an in-memory backend ([`MemoryHandleStore`]) for local use and
+//! tests.
+//!
+//! The rules every backend keeps:
+//!
+//! - **Ids are unguessable.** A [`HandleId`] is a UUIDv4 from the OS CSPRNG. With auth off the id
+//!   is the only secret, so keep the TTL short there.
+//! - **A handle belongs to its owner.** Every operation names the owner (normally the request's
+//!   principal). A handle owned by someone else answers exactly like a missing one,
+//!   [`HandleError::NotFound`], so ids cannot be probed.
+//! - **Expiry is enforced on read.** A handle past its expiry is gone for every operation, even
+//!   if the backend has not deleted it yet (DynamoDB's TTL sweep can lag by days).
+//!   [`update`](HandleStore::update) and [`touch`](HandleStore::touch) slide the expiry forward:
+//!   the TTL measures inactivity.
+//! - **Writes are optimistic.** Each handle carries a `version`, starting at 1 and bumped by every
+//!   [`update`](HandleStore::update). A write that names a stale version fails with
+//!   [`HandleError::Conflict`]; re-read and retry.
+//! - **Data is bounded.** Serialized data above [`MAX_DATA_BYTES`] is refused, so every handle
+//!   fits in one DynamoDB item (400 KB).
+//!
+//! # Example: read-modify-write with retry
+//!
+//! ```
+//! use std::time::Duration;
+//! use mcp_lambda::handles::{self, HandleError};
+//! use serde_json::json;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), HandleError> {
+//! let store = handles::memory();
+//! let ttl = Duration::from_secs(3600);
+//! let counter = store.create("alice", "counter", json!({ "n": 0 }), ttl).await?;
+//!
+//! // Increment, retrying if another request got there first.
+//! let updated = loop {
+//!     let current = store.get("alice", counter.id).await?;
+//!     let n = current.data["n"].as_u64().unwrap_or(0);
+//!     match store.update("alice", counter.id, current.version, json!({ "n": n + 1 }), ttl).await {
+//!         Err(HandleError::Conflict { .. }) => continue,
+//!         other => break other?,
+//!     }
+//! };
+//! assert_eq!(updated.data["n"], 1);
+//! assert_eq!(updated.version, 2);
+//!
+//! // Someone else asking for the same id learns nothing.
+//! assert!(matches!(store.get("mallory", counter.id).await, Err(HandleError::NotFound)));
+//! # Ok(())
+//! # }
+//! ```
+
+mod id;
+mod memory;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures::future::BoxFuture;
+
+pub use id::{HandleId, ParseHandleIdError};
+pub use memory::MemoryHandleStore;
+
+/// The largest accepted `data`, in bytes of compact JSON.
+///
+/// Below DynamoDB's 400 KB item limit, leaving room for the key and the other attributes.
+pub const MAX_DATA_BYTES: usize = 350 * 1024;
+
+/// The longest accepted owner, in bytes.
+pub const MAX_OWNER_BYTES: usize = 1024;
+
+/// The longest accepted kind, in bytes.
+pub const MAX_KIND_BYTES: usize = 64;
+
+/// One stored handle, as a [`HandleStore`] returns it.
+///
+/// Times are milliseconds since the Unix epoch. Milliseconds let tests (and the in-memory store)
+/// use sub-second TTLs; a DynamoDB backend stores [`expires_at_secs`](Handle::expires_at_secs)
+/// as the table's TTL attribute, since DynamoDB's TTL wants whole epoch seconds, and may enforce
+/// expiry at that granularity.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Handle {
+    /// The id the client holds.
+    pub id: HandleId,
+    /// Who may use the handle (normally derived from the request's principal).
+    pub owner: String,
+    /// What the handle is, chosen by the tool (`"basket"`); not interpreted by the store.
+    pub kind: String,
+    /// The tool's state.
+    pub data: serde_json::Value,
+    /// 1 at creation, +1 on every [`update`](HandleStore::update). [`touch`](HandleStore::touch)
+    /// leaves it alone.
+    pub version: u64,
+    /// When the handle was created, in milliseconds since the Unix epoch.
+    pub created_at_ms: u64,
+    /// When the handle stops existing unless used again, in milliseconds since the Unix epoch.
+    pub expires_at_ms: u64,
+}
+
+impl Handle {
+    /// The expiry in whole seconds since the Unix epoch, rounded up (DynamoDB's TTL attribute).
+    pub fn expires_at_secs(&self) -> u64 {
+        self.expires_at_ms.div_ceil(1000)
+    }
+
+    /// The expiry as a [`SystemTime`].
+    pub fn expires_at(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(self.expires_at_ms)
+    }
+
+    /// The creation time as a [`SystemTime`].
+    pub fn created_at(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(self.created_at_ms)
+    }
+}
+
+/// Why a [`HandleStore`] operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HandleError {
+    /// No live handle with this id belongs to this owner: it never existed, it expired, it was
+    /// deleted, or it belongs to someone else. The cases are deliberately indistinguishable.
+    #[error("no such handle: it does not exist, has expired, or belongs to someone else")]
+    NotFound,
+    /// The handle changed since it was read; re-read it and retry the change.
+    #[error(
+        "the handle was changed concurrently (now at version {current_version}); re-read it and retry"
+    )]
+    Conflict {
+        /// The version now stored.
+        current_version: u64,
+    },
+    /// The backend could not be reached or refused to work; the same call may succeed later.
+    #[error("handle store unavailable: {0}; try again shortly")]
+    Unavailable(String),
+    /// The request itself is wrong (empty owner, data too large, zero TTL); retrying won't help.
+    #[error("invalid handle request: {0}")]
+    Invalid(String),
+}
+
+/// Durable, owner-bound state referenced by id.
+///
+/// Every operation is async and fallible and takes the owner; see the [module docs](self) for
+/// the rules all backends keep. The trait is dyn-compatible: use it as `Arc<dyn HandleStore>`.
+///
+/// Each `ttl` is the inactivity window: the handle expires `ttl` after the latest
+/// [`create`](Self::create), [`update`](Self::update) or [`touch`](Self::touch). A zero `ttl` is
+/// [`HandleError::Invalid`].
+pub trait HandleStore: Send + Sync + 'static {
+    /// Stores a new handle at version 1 with a fresh random id.
+    ///
+    /// # Errors
+    ///
+    /// [`HandleError::Invalid`] for an empty or overlong owner or kind, a zero `ttl`, or `data`
+    /// larger than [`MAX_DATA_BYTES`]; [`HandleError::Unavailable`] when the backend is down
+    /// or full.
+    fn create<'a>(
+        &'a self,
+        owner: &'a str,
+        kind: &'a str,
+        data: serde_json::Value,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Handle, HandleError>>;
+
+    /// Reads a live handle. Does not extend its expiry (use [`touch`](Self::touch) for that).
+    ///
+    /// # Errors
+    ///
+    /// [`HandleError::NotFound`] unless a live handle with this id belongs to `owner`.
+    fn get<'a>(
+        &'a self,
+        owner: &'a str,
+        id: HandleId,
+    ) -> BoxFuture<'a, Result<Handle, HandleError>>;
+
+    /// Replaces the data if the stored version is still `expected_version`; bumps the version
+    /// and slides the expiry to now + `ttl`. Returns the handle as stored.
+    ///
+    /// # Errors
+    ///
+    /// [`HandleError::Conflict`] if the version moved on; [`HandleError::NotFound`] as for
+    /// [`get`](Self::get); [`HandleError::Invalid`] as for [`create`](Self::create).
+    fn update<'a>(
+        &'a self,
+        owner: &'a str,
+        id: HandleId,
+        expected_version: u64,
+        data: serde_json::Value,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Handle, HandleError>>;
+
+    /// Slides the expiry of a live handle to now + `ttl` without changing data or version, and
+    /// returns the handle. An expired handle stays expired.
+    ///
+    /// # Errors
+    ///
+    /// [`HandleError::NotFound`] as for [`get`](Self::get).
+    fn touch<'a>(
+        &'a self,
+        owner: &'a str,
+        id: HandleId,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Handle, HandleError>>;
+
+    /// Deletes a live handle; with `Some(version)`, only if it is still at that version.
+    ///
+    /// # Errors
+    ///
+    /// [`HandleError::NotFound`] as for [`get`](Self::get); [`HandleError::Conflict`] if
+    /// `expected_version` is given and stale.
+    fn delete<'a>(
+        &'a self,
+        owner: &'a str,
+        id: HandleId,
+        expected_version: Option<u64>,
+    ) -> BoxFuture<'a, Result<(), HandleError>>;
+}
+
+/// A fresh in-memory store, shared by everything that clones the `Arc`.
+///
+/// Handles live as long as the process: right for local runs and tests, wrong for Lambda
+/// (each instance would have its own baskets).
+///
+/// ```
+/// let store = mcp_lambda::handles::memory();
+/// let also_store = store.clone(); // same handles
+/// # drop(also_store);
+/// ```
+pub fn memory() -> Arc<dyn HandleStore> {
+    Arc::new(MemoryHandleStore::new())
+}
+
+/// The store the configuration asks for.
+///
+/// Today this is always the in-memory store (the embedded default); a DynamoDB table will be
+/// selected here by configuration. Call it once at start-up (Lambda INIT) so a backend's
+/// connection is opened before the first request.
+///
+/// # Errors
+///
+/// Fails when the configured backend cannot be set up; the in-memory store never fails.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), mcp_lambda::Error> {
+/// let config = mcp_lambda::Config::from_env()?;
+/// let handles = mcp_lambda::handles::from_config(&config).await?;
+/// # drop(handles);
+/// # Ok(())
+/// # }
+/// ```
+pub async fn from_config(config: &crate::Config) -> Result<Arc<dyn HandleStore>, crate::Error> {
+    let _ = config;
+    Ok(memory())
+}
+
+/// Checks the arguments every backend must refuse the same way.
+pub(crate) fn validate(
+    owner: &str,
+    kind: Option<&str>,
+    data: Option<&serde_json::Value>,
+    ttl: Duration,
+) -> Result<(), HandleError> {
+    if owner.is_empty() || owner.len() > MAX_OWNER_BYTES {
+        return Err(HandleError::Invalid(format!(
+            "owner must be 1 to {MAX_OWNER_BYTES} bytes, got {}",
+            owner.len()
+        )));
+    }
+    if let Some(kind) = kind
+        && (kind.is_empty() || kind.len() > MAX_KIND_BYTES)
+    {
+        return Err(HandleError::Invalid(format!(
+            "kind must be 1 to {MAX_KIND_BYTES} bytes, got {}",
+            kind.len()
+        )));
+    }
+    if ttl.is_zero() {
+        return Err(HandleError::Invalid("ttl must be greater than zero".into()));
+    }
+    if let Some(data) = data {
+        let size = serialized_len(data);
+        if size > MAX_DATA_BYTES {
+            return Err(HandleError::Invalid(format!(
+                "data is {size} bytes as JSON; the limit is {MAX_DATA_BYTES}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Length of `value` as compact JSON, counted without allocating the text.
+fn serialized_len(value: &serde_json::Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing a `Value` to an infallible writer cannot fail.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
+}
+
+/// `ttl` in whole milliseconds, rounded up so a tiny non-zero TTL never means "already expired".
+pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
+    let ms = ttl.as_nanos().div_ceil(1_000_000);
+    u64::try_from(ms).unwrap_or(u64::MAX)
+}
+
+/// `time` in milliseconds since the Unix epoch (0 for times before it).
+pub(crate) fn epoch_ms(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn data_at_the_limit_is_accepted_and_one_byte_more_is_not() {
+        // `"…"` adds two bytes of quotes.
+        let at_limit = json!("x".repeat(MAX_DATA_BYTES - 2));
+        assert_eq!(serialized_len(&at_limit), MAX_DATA_BYTES);
+        assert_eq!(
+            validate("o", Some("k"), Some(&at_limit), Duration::from_secs(1)),
+            Ok(())
+        );
+        let over = json!("x".repeat(MAX_DATA_BYTES - 1));
+        assert!(matches!(
+            validate("o", Some("k"), Some(&over), Duration::from_secs(1)),
+            Err(HandleError::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn empty_owner_empty_kind_and_zero_ttl_are_invalid() {
+        let ttl = Duration::from_secs(1);
+        assert!(matches!(
+            validate("", Some("k"), None, ttl),
+            Err(HandleError::Invalid(_))
+        ));
+        assert!(matches!(
+            validate("o", Some(""), None, ttl),
+            Err(HandleError::Invalid(_))
+        ));
+        assert!(matches!(
+            validate("o", Some("k"), None, Duration::ZERO),
+            Err(HandleError::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn expiry_seconds_round_up() {
+        let handle = Handle {
+            id: HandleId::random().unwrap(),
+            owner: "o".into(),
+            kind: "k".into(),
+            data: json!(null),
+            version: 1,
+            created_at_ms: 0,
+            expires_at_ms: 1001,
+        };
+        assert_eq!(handle.expires_at_secs(), 2);
+        assert_eq!(ttl_ms(Duration::from_micros(1)), 1);
+    }
+}

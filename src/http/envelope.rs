@@ -1,0 +1,263 @@
+//! The JSON-RPC and MCP envelope checks that run before rmcp.
+//!
+//! rmcp 3.11 validates the 2026-07-28 envelope too, but in another order and,
+//! for some faults, with plain-text bodies (see design.md). These checks run
+//! first and answer in the reference order of MCP 2026-07-28 §3:
+//! 1. no `MCP-Protocol-Version` → -32020;
+//! 2. `_meta` `protocolVersion`/`clientCapabilities` missing → -32602;
+//! 3. header version ≠ `_meta` version → -32020;
+//! 4. unsupported version → -32022 with `supported`/`requested`;
+//! 5. `Mcp-Method`/`Mcp-Name` missing or ≠ body → -32020;
+//! 6. methods removed in 2026-07-28 (`initialize`, `ping`, …) → 404, -32601.
+//!
+//! A request is *legacy* (2025-era, served statelessly by rmcp) when its
+//! `_meta` has no protocol version and its header is absent or names a
+//! 2025-era revision; it then passes through untouched.
+
+use base64::{Engine as _, engine::general_purpose::STANDARD};
+use http::HeaderMap;
+use serde_json::Value;
+
+use super::errors::Rejection;
+
+const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+const LEGACY_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+const REMOVED_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// Which protocol era a request belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Era {
+    /// 2026-07-28: self-describing, stateless.
+    Modern,
+    /// 2025-era `initialize` lifecycle.
+    Legacy,
+}
+
+/// What the front learned from a request that passed.
+#[derive(Debug)]
+pub(crate) struct Checked {
+    /// The JSON-RPC method; `None` never happens for requests that pass.
+    pub(crate) method: String,
+    pub(crate) era: Era,
+}
+
+/// A refusal plus the request id to echo, when one was read.
+pub(crate) type Refusal = (Rejection, Option<Value>);
+
+/// Checks one POST body and its headers.
+pub(crate) fn check(
+    headers: &HeaderMap,
+    body: &[u8],
+    supported: &[String],
+) -> Result<Checked, Refusal> {
+    let value: Value = serde_json::from_slice(body).map_err(|_| (Rejection::ParseError, None))?;
+    let mut object = match value {
+        Value::Object(object) => object,
+        Value::Array(_) => return Err((Rejection::Batch, None)),
+        _ => {
+            return Err((
+                Rejection::InvalidRequest("the body must be a JSON-RPC request object"),
+                None,
+            ));
+        }
+    };
+
+    let id = match object.remove("id") {
+        None => None,
+        Some(id @ Value::String(_)) => Some(id),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Some(Value::Number(n)),
+        Some(_) => {
+            return Err((
+                Rejection::InvalidRequest("id must be a string or an integer"),
+                None,
+            ));
+        }
+    };
+    let refuse = |rejection: Rejection| (rejection, id.clone());
+
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(refuse(Rejection::InvalidRequest(r#"jsonrpc must be "2.0""#)));
+    }
+    let method = match object.get("method") {
+        Some(Value::String(method)) => method.clone(),
+        Some(_) => return Err(refuse(Rejection::InvalidRequest("method must be a string"))),
+        None if object.contains_key("result") || object.contains_key("error") => {
+            return Err(refuse(Rejection::InvalidRequest(
+                "a stateless server accepts no JSON-RPC responses",
+            )));
+        }
+        None => return Err(refuse(Rejection::InvalidRequest("method is required"))),
+    };
+    let params = match object.get("params") {
+        None => None,
+        Some(Value::Object(params)) => Some(params),
+        Some(_) => return Err(refuse(Rejection::InvalidParams("params must be an object".into()))),
+    };
+
+    let header_version = single_header(headers, "mcp-protocol-version").map_err(&refuse)?;
+    let meta = params.and_then(|p| p.get("_meta"));
+    let meta_version = meta.and_then(|m| m.get(VERSION_KEY));
+
+    let legacy = meta_version.is_none()
+        && header_version
+            .as_deref()
+            .is_none_or(|v| LEGACY_VERSIONS.contains(&v));
+    // Notifications have no header rules at 2026-07-28; rmcp answers 202.
+    if legacy || id.is_none() {
+        return Ok(Checked {
+            method,
+            era: if legacy { Era::Legacy } else { Era::Modern },
+        });
+    }
+
+    // rmcp 3.11: an unknown header version with no `_meta` gets a plain-text 400.
+    if meta_version.is_none()
+        && let Some(requested) = &header_version
+        && !supported.iter().any(|s| s == requested)
+    {
+        return Err(refuse(unsupported(requested, supported)));
+    }
+
+    // 1. The header is required.
+    let Some(header_version) = header_version else {
+        return Err(refuse(Rejection::HeaderMismatch(
+            "the MCP-Protocol-Version header is required".into(),
+        )));
+    };
+    // 2. `_meta` must carry the version and the capabilities.
+    let meta_version = match (meta_version, meta.and_then(|m| m.get(CAPABILITIES_KEY))) {
+        (Some(Value::String(version)), Some(Value::Object(_))) => version,
+        _ => {
+            return Err(refuse(Rejection::InvalidParams(format!(
+                "params._meta must carry {VERSION_KEY} (a string) and {CAPABILITIES_KEY} (an object)"
+            ))));
+        }
+    };
+    // 3. Header and body must agree.
+    if *meta_version != header_version {
+        return Err(refuse(Rejection::HeaderMismatch(format!(
+            "MCP-Protocol-Version {header_version:?} differs from _meta {meta_version:?}"
+        ))));
+    }
+    // 4. The version must be one we serve.
+    if !supported.iter().any(|s| s == meta_version) {
+        return Err(refuse(unsupported(meta_version, supported)));
+    }
+    // 5. The routing headers must copy the body.
+    match single_header(headers, "mcp-method").map_err(&refuse)? {
+        None => {
+            return Err(refuse(Rejection::HeaderMismatch(
+                "the Mcp-Method header is required".into(),
+            )));
+        }
+        Some(m) if m != method => {
+            return Err(refuse(Rejection::HeaderMismatch(format!(
+                "Mcp-Method {m:?} differs from the body's method {method:?}"
+            ))));
+        }
+        Some(_) => {}
+    }
+    if let Some(field) = name_field(&method)
+        && let Some(expected) = params.and_then(|p| p.get(field)).and_then(Value::as_str)
+    {
+        let name = single_header(headers, "mcp-name")
+            .map_err(&refuse)?
+            .ok_or_else(|| {
+                refuse(Rejection::HeaderMismatch(format!(
+                    "the Mcp-Name header is required for {method}"
+                )))
+            })?;
+        let decoded = decode_sentinel(&name).ok_or_else(|| {
+            refuse(Rejection::HeaderMismatch(
+                "Mcp-Name has a malformed =?base64?…?= value".into(),
+            ))
+        })?;
+        if decoded != expected {
+            return Err(refuse(Rejection::HeaderMismatch(format!(
+                "Mcp-Name differs from params.{field}"
+            ))));
+        }
+    }
+    // 6. Methods 2026-07-28 removed. rmcp 3.11 answers `initialize` in a
+    // modern envelope with -32022.
+    if REMOVED_METHODS.contains(&method.as_str()) {
+        return Err(refuse(Rejection::MethodNotFound(method)));
+    }
+    Ok(Checked {
+        method,
+        era: Era::Modern,
+    })
+}
+
+fn unsupported(requested: &str, supported: &[String]) -> Rejection {
+    Rejection::UnsupportedVersion {
+        requested: requested.chars().take(64).collect(),
+        supported: supported.to_vec(),
+    }
+}
+
+/// The body field `Mcp-Name` copies, for the methods that need one.
+fn name_field(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    }
+}
+
+/// One header value, trimmed of optional whitespace; repeated or non-ASCII
+/// values are refused.
+fn single_header(headers: &HeaderMap, name: &'static str) -> Result<Option<String>, Rejection> {
+    let mut values = headers.get_all(name).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(Rejection::HeaderMismatch(format!("{name} is repeated")));
+    }
+    let value = value
+        .to_str()
+        .map_err(|_| Rejection::HeaderMismatch(format!("{name} must be ASCII; use =?base64?…?=")))?;
+    Ok(Some(value.trim_matches([' ', '\t']).to_string()))
+}
+
+/// Reverses the `=?base64?{Base64(UTF-8)}?=` header encoding.
+fn decode_sentinel(value: &str) -> Option<String> {
+    match value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+    {
+        Some(encoded) => String::from_utf8(STANDARD.decode(encoded).ok()?).ok(),
+        None => Some(value.to_string()),
+    }
+}
+
+/// Trims optional whitespace (RFC 9110 §5.5) from the MCP headers, so rmcp's
+/// own comparisons see the same values these checks saw.
+pub(crate) fn trim_mcp_headers(headers: &mut HeaderMap) {
+    let names: Vec<_> = headers
+        .keys()
+        .filter(|name| name.as_str().starts_with("mcp-"))
+        .cloned()
+        .collect();
+    for name in names {
+        if let http::header::Entry::Occupied(mut entry) = headers.entry(name) {
+            for value in entry.iter_mut() {
+                let bytes = value.as_bytes();
+                let trimmed = bytes.trim_ascii();
+                if trimmed.len() != bytes.len()
+                    && let Ok(new) = http::HeaderValue::from_bytes(trimmed)
+                {
+                    *value = new;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! The routes and the MCP pipeline, as one `tower::Service`.
+//!
+//! | request | answer |
+//! |---|---|
+//! | `POST <MCP_PATH>` | limits → envelope checks → rmcp → cache headers |
+//! | `GET`/`DELETE <MCP_PATH>` | 405, `Allow: POST` (rmcp's legacy sessions when switched on) |
+//! | `GET /healthz` | 200 `ok`, touching neither auth nor storage |
+//! | anything else | 404 |
+
+use std::{
+    convert::Infallible,
+    fmt::Display,
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use futures::future::BoxFuture;
+use tracing::Instrument as _;
+use http::{HeaderValue, Method, Request, StatusCode, header};
+use http_body::Body;
+use http_body_util::{BodyExt, Full, Limited};
+use rmcp::{
+    ServerHandler,
+    transport::{
+        StreamableHttpService, streamable_http_server::session::local::LocalSessionManager,
+    },
+};
+
+use super::{
+    cache_headers,
+    envelope::{self, Era},
+    errors::{HttpResponse, Rejection, text_response},
+};
+use crate::handler::Hosted;
+
+/// Settings the front reads on every request, built once.
+#[derive(Debug)]
+pub(crate) struct FrontSettings {
+    pub(crate) path: String,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) legacy_sessions: bool,
+    /// The versions the handler serves, for -32022 answers.
+    pub(crate) supported_versions: Vec<String>,
+}
+
+/// The whole HTTP service: routes, the MCP front, rmcp behind it.
+///
+/// Built once by [`App`](crate::App) and cloned per connection or invocation
+/// (clones share everything).
+pub struct McpService<H> {
+    rmcp: StreamableHttpService<Hosted<H>, LocalSessionManager>,
+    front: Arc<FrontSettings>,
+}
+
+impl<H> Clone for McpService<H> {
+    fn clone(&self) -> Self {
+        Self {
+            rmcp: self.rmcp.clone(),
+            front: self.front.clone(),
+        }
+    }
+}
+
+impl<H> McpService<H> {
+    pub(crate) fn new(
+        rmcp: StreamableHttpService<Hosted<H>, LocalSessionManager>,
+        front: Arc<FrontSettings>,
+    ) -> Self {
+        Self { rmcp, front }
+    }
+}
+
+impl<H, B> tower::Service<Request<B>> for McpService<H>
+where
+    H: ServerHandler,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Display + Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = HttpResponse;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<HttpResponse, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let this = self.clone();
+        // Fields, not strings; never the token or the arguments.
+        let span = tracing::info_span!(
+            "mcp.request",
+            mcp.method = tracing::field::Empty,
+            mcp.legacy = tracing::field::Empty,
+            status = tracing::field::Empty,
+        );
+        Box::pin(
+            async move {
+                let response = this.route(request).await;
+                tracing::Span::current().record("status", response.status().as_u16());
+                tracing::debug!("answered");
+                Ok(response)
+            }
+            .instrument(span),
+        )
+    }
+}
+
+impl<H: ServerHandler> McpService<H> {
+    async fn route<B>(self, request: Request<B>) -> HttpResponse
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Display + Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let path = request.uri().path();
+        if path == self.front.path {
+            return match *request.method() {
+                Method::POST => self.mcp_post(request).await,
+                Method::GET | Method::DELETE if self.front.legacy_sessions => {
+                    self.rmcp.handle(request).await
+                }
+                _ => {
+                    let mut response =
+                        text_response(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed: POST only\n");
+                    response
+                        .headers_mut()
+                        .insert(header::ALLOW, HeaderValue::from_static("POST"));
+                    response
+                }
+            };
+        }
+        match (request.method(), path) {
+            (&Method::GET | &Method::HEAD, "/healthz") => text_response(StatusCode::OK, "ok\n"),
+            _ => text_response(StatusCode::NOT_FOUND, "Not Found\n"),
+        }
+    }
+
+    async fn mcp_post<B>(self, request: Request<B>) -> HttpResponse
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Display + Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let (mut parts, body) = request.into_parts();
+        if let Err(rejection) = check_media_types(&mut parts.headers) {
+            return rejection.into_response(None);
+        }
+        let limit = self.front.max_body_bytes;
+        let too_large = || Rejection::BodyTooLarge { limit }.into_response(None);
+        let declared = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > limit as u64) {
+            return too_large();
+        }
+        let body = match Limited::new(body, limit).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(error) if error.is::<http_body_util::LengthLimitError>() => return too_large(),
+            Err(_) => {
+                return Rejection::InvalidRequest("the request body could not be read")
+                    .into_response(None);
+            }
+        };
+        envelope::trim_mcp_headers(&mut parts.headers);
+        let checked = match envelope::check(&parts.headers, &body, &self.front.supported_versions) {
+            Ok(checked) => checked,
+            Err((rejection, id)) => return rejection.into_response(id.as_ref()),
+        };
+        let span = tracing::Span::current();
+        span.record("mcp.method", checked.method.as_str());
+        span.record("mcp.legacy", checked.era == Era::Legacy);
+        let response = self
+            .rmcp
+            .handle(Request::from_parts(parts, Full::new(body)))
+            .await;
+        cache_headers::apply(response).await
+    }
+}
+
+/// `Content-Type` must be JSON; `Accept` must allow JSON and SSE. A missing
+/// `Accept` (curl, many scripts) counts as `*/*`. rmcp insists on both types
+/// being listed by name, so the header is normalised once accepted.
+fn check_media_types(headers: &mut http::HeaderMap) -> Result<(), Rejection> {
+    let json_body = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or("").trim())
+        .is_some_and(|essence| essence.eq_ignore_ascii_case("application/json"));
+    if !json_body {
+        return Err(Rejection::UnsupportedMediaType);
+    }
+    let (mut json, mut sse, mut any) = (false, false, false);
+    for value in headers.get_all(header::ACCEPT) {
+        for entry in value.to_str().unwrap_or("").split(',') {
+            let mut params = entry.split(';');
+            let essence = params.next().unwrap_or("").trim().to_ascii_lowercase();
+            let refused = params.any(|p| {
+                let p = p.trim();
+                p.eq_ignore_ascii_case("q=0") || p.starts_with("q=0.0") && p.trim_end_matches('0') == "q=0."
+            });
+            if refused {
+                continue;
+            }
+            match essence.as_str() {
+                "application/json" => json = true,
+                "text/event-stream" => sse = true,
+                "application/*" => json = true,
+                "text/*" => sse = true,
+                "*/*" => any = true,
+                _ => {}
+            }
+        }
+    }
+    let listed = headers.contains_key(header::ACCEPT);
+    if listed && !any && !(json && sse) {
+        return Err(Rejection::NotAcceptable);
+    }
+    headers.insert(
+        header::ACCEPT,
+        HeaderValue::from_static("application/json, text/event-stream"),
+    );
+    Ok(())
+}
