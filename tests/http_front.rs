@@ -317,3 +317,39 @@ async fn foreign_hosts_and_origins_are_refused() {
     let a = post(&s, with_header(modern(json!(1), "tools/list", json!({})), "origin", Some("http://localhost:6274"))).await;
     assert_eq!(a.status, 200, "{}", a.text);
 }
+
+#[tokio::test]
+async fn every_2025_era_client_is_served_without_a_session() {
+    let s = service(&[]);
+    let plain = headers_only(&[("content-type", "application/json"), ("accept", "application/json, text/event-stream")]);
+    for version in ["2025-03-26", "2025-06-18", "2025-11-25"] {
+        let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+            "protocolVersion": version, "capabilities":{}, "clientInfo":{"name":"old","version":"1"}}});
+        let a = post(&s, (plain.clone(), serde_json::to_vec(&init).unwrap())).await;
+        assert_eq!(a.status, 200, "{version}: {}", a.text);
+        assert_eq!(a.json()["result"]["protocolVersion"], version);
+        assert!(a.header("mcp-session-id").is_none(), "{version} minted a session");
+
+        // The next request carries only the negotiated version header (none for 2025-03-26).
+        let mut headers = plain.clone();
+        if version != "2025-03-26" {
+            headers.push(("mcp-protocol-version".into(), version.into()));
+        }
+        let call = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo_4","arguments":{}}});
+        let a = post(&s, (headers, serde_json::to_vec(&call).unwrap())).await;
+        assert_eq!(a.status, 200, "{version}: {}", a.text);
+        assert_eq!(a.json()["result"]["content"][0]["text"], "echo_4", "{version}");
+        assert!(a.json()["result"].get("resultType").is_none(), "{version} got a 2026 field");
+    }
+}
+
+#[tokio::test]
+async fn legacy_sessions_can_be_switched_on_for_local_use() {
+    let s = service(&[("MCP_LEGACY_SESSIONS", "true")]);
+    let plain = headers_only(&[("content-type", "application/json"), ("accept", "application/json, text/event-stream")]);
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion": "2025-11-25", "capabilities":{}, "clientInfo":{"name":"old","version":"1"}}});
+    let a = post(&s, (plain, serde_json::to_vec(&init).unwrap())).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert!(a.header("mcp-session-id").is_some(), "no session minted");
+}

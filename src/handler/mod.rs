@@ -66,7 +66,12 @@ impl HostedSettings {
             .insert(SERVER_INFO_KEY.to_owned(), self.server_info.clone());
     }
 
-    fn hint(&self, method: &str) -> (Option<u64>, Option<RmcpCacheScope>) {
+    /// Cache hints for `method`; none for 2025-era requests, whose results
+    /// have no such fields.
+    fn hint(&self, method: &str, modern: bool) -> (Option<u64>, Option<RmcpCacheScope>) {
+        if !modern {
+            return (None, None);
+        }
         let hint: CacheHint = self
             .cache
             .for_method(method)
@@ -122,6 +127,14 @@ impl<H> Hosted<H> {
     }
 }
 
+/// Whether the request speaks 2026-07-28 or later (its `_meta` says so).
+fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .meta
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
 fn strip_cursor(request: &Option<PaginatedRequestParams>) -> Option<PaginatedRequestParams> {
     request.as_ref().map(|r| {
         let mut r = r.clone();
@@ -163,7 +176,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
         let mut result = self.inner.discover(context).await?;
-        let (ttl, scope) = self.settings.hint("server/discover");
+        let (ttl, scope) = self.settings.hint("server/discover", true);
         result.ttl_ms = ttl.unwrap_or_default();
         result.cache_scope = scope.unwrap_or(RmcpCacheScope::Private);
         self.settings.stamp(&mut result.meta);
@@ -207,6 +220,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        let modern = is_modern(&context);
         let mut result = self
             .inner
             .list_prompts(strip_cursor(&request), context)
@@ -216,7 +230,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
                 self.settings
                     .paginate(ListKind::Prompts, request.as_ref(), &mut result.prompts)?;
         }
-        (result.ttl_ms, result.cache_scope) = self.settings.hint("prompts/list");
+        (result.ttl_ms, result.cache_scope) = self.settings.hint("prompts/list", modern);
         self.settings.stamp(&mut result.meta);
         Ok(result)
     }
@@ -226,6 +240,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        let modern = is_modern(&context);
         let mut result = self
             .inner
             .list_resources(strip_cursor(&request), context)
@@ -237,7 +252,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
                 &mut result.resources,
             )?;
         }
-        (result.ttl_ms, result.cache_scope) = self.settings.hint("resources/list");
+        (result.ttl_ms, result.cache_scope) = self.settings.hint("resources/list", modern);
         self.settings.stamp(&mut result.meta);
         Ok(result)
     }
@@ -247,6 +262,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let modern = is_modern(&context);
         let mut result = self
             .inner
             .list_resource_templates(strip_cursor(&request), context)
@@ -258,7 +274,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
                 &mut result.resource_templates,
             )?;
         }
-        (result.ttl_ms, result.cache_scope) = self.settings.hint("resources/templates/list");
+        (result.ttl_ms, result.cache_scope) = self.settings.hint("resources/templates/list", modern);
         self.settings.stamp(&mut result.meta);
         Ok(result)
     }
@@ -268,10 +284,11 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        let modern = is_modern(&context);
         let mut response = self.inner.read_resource(request, context).await?;
         match &mut response {
             ReadResourceResponse::Complete(result) => {
-                (result.ttl_ms, result.cache_scope) = self.settings.hint("resources/read");
+                (result.ttl_ms, result.cache_scope) = self.settings.hint("resources/read", modern);
                 self.settings.stamp(&mut result.meta);
             }
             ReadResourceResponse::InputRequired(result) => self.settings.stamp(&mut result.meta),
@@ -326,6 +343,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let modern = is_modern(&context);
         let mut result = self
             .inner
             .list_tools(strip_cursor(&request), context)
@@ -335,7 +353,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
                 self.settings
                     .paginate(ListKind::Tools, request.as_ref(), &mut result.tools)?;
         }
-        (result.ttl_ms, result.cache_scope) = self.settings.hint("tools/list");
+        (result.ttl_ms, result.cache_scope) = self.settings.hint("tools/list", modern);
         self.settings.stamp(&mut result.meta);
         Ok(result)
     }

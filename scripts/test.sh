@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The one test command: installs what the tests need, starts it on loopback,
+# runs every test, stops what it started, and ends with "N passed, M failed".
+#
+#   scripts/test.sh            everything (what CI runs)
+#
+# Caches (reused across runs, safe to delete):
+#   CARGO_TARGET_DIR  default ~/.cache/mcp-lambda-target
+#   MCP_WORK          default ~/.cache/mcp-lambda-work (Python venv, logs)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
+export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
+mkdir -p "$MCP_WORK"
+LOGS="$MCP_WORK/logs"
+rm -rf "$LOGS" && mkdir -p "$LOGS"
+
+passed=0
+failed=0
+failures=()
+count() { # count NAME PASSED FAILED
+  passed=$((passed + $2))
+  failed=$((failed + $3))
+  if [ "$3" -gt 0 ]; then failures+=("$1"); fi
+}
+check() { # check NAME CMD... : a step that is one check
+  echo "==> $1"
+  if "${@:2}" >"$LOGS/$1.log" 2>&1; then count "$1" 1 0; else cat "$LOGS/$1.log"; count "$1" 0 1; fi
+}
+
+# --- Rust: format, lints, build, unit + integration + doc tests ------------
+check fmt cargo fmt --check
+check clippy cargo clippy --all-targets --locked -- -D warnings
+echo "==> cargo test"
+cargo test --locked --all-targets 2>&1 | tee "$LOGS/cargo-test.log" | grep -E '^test result|FAILED|panicked' || true
+cargo test --locked --doc 2>&1 | tee "$LOGS/cargo-doctest.log" | grep -E '^test result|FAILED' || true
+for log in "$LOGS/cargo-test.log" "$LOGS/cargo-doctest.log"; do
+  p=$(grep -Eo '[0-9]+ passed' "$log" | awk '{s+=$1} END {print s+0}')
+  f=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
+  if ! grep -q '^test result' "$log" || grep -qE '^error(\[|:)' "$log"; then f=$((f + 1)); fi
+  count "$(basename "$log" .log)" "$p" "$f"
+done
+
+# --- An independent client: Python mcp 2.3.0 -------------------------------
+echo "==> python client (mcp 2.3.0)"
+VENV="$MCP_WORK/venv-clients"
+if ! "$VENV/bin/python" -c 'import mcp, pytest, importlib.metadata as m; assert m.version("mcp") == "2.3.0"' 2>/dev/null; then
+  python3 -m venv "$VENV" && "$VENV/bin/pip" install -q 'mcp==2.3.0' 'pytest==8.3.4' >"$LOGS/pip.log" 2>&1 \
+    || { cat "$LOGS/pip.log"; }
+fi
+cargo build --locked --bin basket >"$LOGS/build-basket.log" 2>&1
+BASKET_BIN="$CARGO_TARGET_DIR/debug/basket" "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/clients \
+  2>&1 | tee "$LOGS/pytest.log" | tail -n 15
+p=$(grep -Eo '[0-9]+ passed' "$LOGS/pytest.log" | tail -1 | awk '{print $1+0}')
+f=$(grep -Eo '[0-9]+ (failed|error)' "$LOGS/pytest.log" | awk '{s+=$1} END {print s+0}')
+[ "${p:-0}" -gt 0 ] || f=$((f + 1))
+count python-client "${p:-0}" "$f"
+
+# --- The official conformance suite ----------------------------------------
+echo "==> conformance (@modelcontextprotocol/conformance 0.2.0-alpha.12)"
+scripts/conformance.sh 2>&1 | tee "$LOGS/conformance.log" | grep -E '^(conformance:|✓|✗|Total|Baseline|Unexpected)' || true
+line=$(grep -E '^conformance: [0-9]+ passed, [0-9]+ failed' "$LOGS/conformance.log" | tail -1)
+if [ -n "$line" ]; then
+  p=$(echo "$line" | grep -Eo '[0-9]+ passed' | awk '{print $1}')
+  f=$(echo "$line" | grep -Eo '[0-9]+ failed' | awk '{print $1}')
+  count conformance "$p" "$f"
+else
+  count conformance 0 1
+fi
+
+echo
+if [ ${#failures[@]} -gt 0 ]; then echo "failing steps: ${failures[*]} (logs in $LOGS)"; fi
+echo "all: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
