@@ -36,7 +36,8 @@ type Clock = dyn Fn() -> SystemTime + Send + Sync;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), mcp_lambda::handles::HandleError> {
 /// let store = MemoryHandleStore::new();
-/// let handle = store.create("alice", "note", serde_json::json!("hi"), Duration::from_secs(60)).await?;
+/// let ttl = Duration::from_secs(60);
+/// let handle = store.create("alice", "note", serde_json::json!("hi"), ttl).await?;
 /// assert_eq!(store.get("alice", handle.id).await?.data, "hi");
 /// # Ok(())
 /// # }

@@ -27,7 +27,7 @@ const KIND: &str = "basket";
 /// The owner of every basket when the request carries no principal (auth off).
 const ANONYMOUS_OWNER: &str = "anonymous";
 
-/// Most units of one SKU in a basket, and most units added or removed per call.
+/// Most units of one SKU in a basket (so also the most one `add_item` call can add).
 const MAX_QUANTITY: u32 = 1000;
 
 /// Most distinct SKUs in one basket (keeps a basket far below the handle size limit).
@@ -41,7 +41,7 @@ const MAX_ATTEMPTS: u32 = 16;
 
 /// The basket server: five tools over a [`HandleStore`].
 ///
-/// Built once at start-up; the library clones it per request (cheap: three `Arc`-sized fields).
+/// Built once at start-up; the library clones it per request (cheap: two `Arc`s and a `Duration`).
 #[derive(Clone)]
 pub(crate) struct Basket {
     handles: Arc<dyn HandleStore>,
@@ -198,8 +198,6 @@ impl IntoContents for ToolError {
     }
 }
 
-type ToolResult<T> = Result<Json<T>, ToolError>;
-
 #[tool_router(router = tool_router)]
 impl Basket {
     /// A basket server over `handles`; baskets expire after `ttl` without use.
@@ -225,9 +223,17 @@ impl Basket {
             basket_id to add_item, remove_item, view_basket and checkout. The basket expires \
             after 24 h of inactivity (every call that uses it resets the clock); after that, \
             create a new one.",
-        annotations(title = "Create basket", read_only_hint = false, destructive_hint = false, open_world_hint = false)
+        annotations(
+            title = "Create basket",
+            read_only_hint = false,
+            destructive_hint = false,
+            open_world_hint = false
+        )
     )]
-    async fn create_basket(&self, ctx: RequestContext<RoleServer>) -> ToolResult<BasketView> {
+    async fn create_basket(
+        &self,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<Json<BasketView>, ToolError> {
         let owner = owner(&ctx);
         let contents = Contents::default();
         let handle = self
@@ -242,13 +248,18 @@ impl Basket {
         description = "Add units of a product to a basket. Adding a SKU already in the basket \
             increases its quantity (at most 1000 units per SKU, 100 SKUs per basket). Returns \
             the updated basket. Baskets expire after 24 h of inactivity.",
-        annotations(title = "Add item", read_only_hint = false, destructive_hint = false, open_world_hint = false)
+        annotations(
+            title = "Add item",
+            read_only_hint = false,
+            destructive_hint = false,
+            open_world_hint = false
+        )
     )]
     async fn add_item(
         &self,
         ctx: RequestContext<RoleServer>,
         Parameters(args): Parameters<AddItem>,
-    ) -> ToolResult<BasketView> {
+    ) -> Result<Json<BasketView>, ToolError> {
         let sku = validate_sku(&args.sku)?;
         let quantity = validate_quantity(args.quantity)?;
         let id = self.basket_id(&args.basket_id)?;
@@ -278,13 +289,19 @@ impl Basket {
     #[tool(
         description = "Remove a product line (all its units) from a basket. Returns the \
             updated basket. Baskets expire after 24 h of inactivity.",
-        annotations(title = "Remove item", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
+        annotations(
+            title = "Remove item",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
     )]
     async fn remove_item(
         &self,
         ctx: RequestContext<RoleServer>,
         Parameters(args): Parameters<RemoveItem>,
-    ) -> ToolResult<BasketView> {
+    ) -> Result<Json<BasketView>, ToolError> {
         let sku = validate_sku(&args.sku)?;
         let id = self.basket_id(&args.basket_id)?;
         let (handle, contents) = self
@@ -308,7 +325,7 @@ impl Basket {
         &self,
         ctx: RequestContext<RoleServer>,
         Parameters(args): Parameters<BasketRef>,
-    ) -> ToolResult<BasketView> {
+    ) -> Result<Json<BasketView>, ToolError> {
         let id = self.basket_id(&args.basket_id)?;
         let handle = self
             .handles
@@ -323,13 +340,18 @@ impl Basket {
         description = "Check out a basket: returns a summary of what was bought and closes the \
             basket, so its basket_id stops working. Call create_basket to shop again. An empty \
             basket cannot be checked out.",
-        annotations(title = "Check out", read_only_hint = false, destructive_hint = true, open_world_hint = false)
+        annotations(
+            title = "Check out",
+            read_only_hint = false,
+            destructive_hint = true,
+            open_world_hint = false
+        )
     )]
     async fn checkout(
         &self,
         ctx: RequestContext<RoleServer>,
         Parameters(args): Parameters<BasketRef>,
-    ) -> ToolResult<CheckoutSummary> {
+    ) -> Result<Json<CheckoutSummary>, ToolError> {
         let id = self.basket_id(&args.basket_id)?;
         let owner = owner(&ctx);
         for attempt in 0..MAX_ATTEMPTS {
@@ -405,9 +427,7 @@ impl Basket {
 
     /// Parses a client-supplied id; anything that is not a handle id is simply not a basket.
     fn basket_id(&self, text: &str) -> Result<HandleId, ToolError> {
-        text.trim()
-            .parse()
-            .map_err(|_| ToolError::Gone(self.ttl))
+        text.trim().parse().map_err(|_| ToolError::Gone(self.ttl))
     }
 
     /// A store error as the caller should see it.
@@ -439,11 +459,9 @@ impl Basket {
 
 /// The request's principal as a handle owner; one shared owner when auth is off.
 fn owner(ctx: &RequestContext<RoleServer>) -> String {
-    match mcp_lambda::Principal::from_request(ctx) {
-        // Subjects are unique per issuer only. Issuers are URLs, so they hold no space.
-        Some(principal) => format!("iss={} sub={}", principal.issuer, principal.subject),
-        None => ANONYMOUS_OWNER.to_owned(),
-    }
+    mcp_lambda::Principal::from_request(ctx)
+        .map(|principal| principal.owner_key())
+        .unwrap_or_else(|| ANONYMOUS_OWNER.to_owned())
 }
 
 fn validate_sku(sku: &str) -> Result<&str, ToolError> {
@@ -477,9 +495,9 @@ fn validate_quantity(quantity: i64) -> Result<u32, ToolError> {
 async fn backoff(attempt: u32) {
     use ring::rand::{SecureRandom, SystemRandom};
     let window_ms = 2u64 << attempt.min(7);
-    let mut byte = [0u8; 2];
-    let jitter = match SystemRandom::new().fill(&mut byte) {
-        Ok(()) => u64::from(u16::from_le_bytes(byte)) % window_ms,
+    let mut random = [0u8; 2];
+    let jitter = match SystemRandom::new().fill(&mut random) {
+        Ok(()) => u64::from(u16::from_le_bytes(random)) % window_ms,
         Err(_) => window_ms / 2,
     };
     tokio::time::sleep(Duration::from_millis(jitter + 1)).await;
@@ -540,6 +558,22 @@ mod tests {
         let text = create.description.as_deref().unwrap();
         assert!(text.contains("expires after 24 h of inactivity"), "{text}");
         assert!(tools.iter().all(|t| t.output_schema.is_some()), "{tools:?}");
+    }
+
+    #[test]
+    fn a_store_outage_asks_the_caller_to_try_again_and_changes_nothing() {
+        let basket = Basket::new(mcp_lambda::handles::memory(), Duration::from_secs(60));
+        let error = basket.explain(HandleError::Unavailable("connection refused".into()));
+        let text = error.message();
+        assert!(text.contains("try the same call again"), "{text}");
+        assert!(
+            !text.contains("connection refused"),
+            "backend details stay in the logs"
+        );
+        let busy = basket
+            .explain(HandleError::Conflict { current_version: 9 })
+            .message();
+        assert!(busy.contains("try the same call again"), "{busy}");
     }
 
     #[test]

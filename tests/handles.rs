@@ -1,0 +1,413 @@
+//! The `HandleStore` contract: one suite every backend must pass.
+//!
+//! Each case is an `async fn(Arc<dyn HandleStore>)`. `contract_tests!` turns the whole list into
+//! one `#[tokio::test]` per case for a backend, so a DynamoDB store joins with one more
+//! invocation:
+//!
+//! ```ignore
+//! contract_tests!(dynamodb, || async { dynamodb_store_from_env().await });
+//! ```
+//!
+//! Times are chosen for a remote backend too: expiry uses a 1 s TTL and waits 2.2 s, since
+//! DynamoDB-backed stores may enforce expiry at whole-second granularity.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_lambda::handles::{self, HandleError, HandleId, HandleStore, MAX_DATA_BYTES};
+use serde_json::json;
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+/// Owners unique per test run, so cases never see each other's handles on a shared backend.
+fn owner(name: &str) -> String {
+    format!("{name}-{}", HandleId::random().unwrap())
+}
+
+macro_rules! contract_tests {
+    ($backend:ident, $make:expr) => {
+        mod $backend {
+            use super::*;
+
+            contract_tests!(@cases $make;
+                created_handle_reads_back_at_version_one,
+                update_with_the_read_version_bumps_it,
+                update_with_a_stale_version_is_a_conflict_naming_the_current_version,
+                touch_keeps_data_and_version,
+                delete_removes_the_handle,
+                delete_with_a_stale_version_is_a_conflict_and_keeps_the_handle,
+                expired_handle_is_not_found_for_every_operation,
+                touch_keeps_a_handle_alive_past_its_first_expiry,
+                another_owner_gets_exactly_what_a_missing_handle_gets,
+                unknown_id_is_not_found,
+                oversized_data_is_invalid_and_stores_nothing,
+                zero_ttl_and_empty_owner_are_invalid,
+                fifty_concurrent_increments_with_retry_lose_nothing,
+            );
+        }
+    };
+    (@cases $make:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $case() {
+                let make = $make;
+                let store: Arc<dyn HandleStore> = make().await;
+                super::$case(store).await;
+            }
+        )*
+    };
+}
+
+contract_tests!(memory, || async { handles::memory() });
+
+async fn created_handle_reads_back_at_version_one(store: Arc<dyn HandleStore>) {
+    let alice = owner("alice");
+    let data = json!({ "items": { "tea": 2 }, "note": "ünïcode" });
+    let created = store
+        .create(&alice, "basket", data.clone(), HOUR)
+        .await
+        .unwrap();
+    assert_eq!(created.version, 1);
+    assert_eq!(created.owner, alice);
+    assert_eq!(created.kind, "basket");
+    assert_eq!(created.data, data);
+    assert!(created.expires_at_ms > created.created_at_ms);
+    let expected = created.created_at_ms + 3_600_000;
+    assert!(
+        created.expires_at_ms.abs_diff(expected) <= 1000,
+        "expires_at_ms {} should be about created_at_ms + 1 h = {expected}",
+        created.expires_at_ms
+    );
+
+    let read = store.get(&alice, created.id).await.unwrap();
+    assert_eq!(read.id, created.id);
+    assert_eq!(read.data, data);
+    assert_eq!(read.version, 1);
+
+    let other = store
+        .create(&alice, "basket", json!({}), HOUR)
+        .await
+        .unwrap();
+    assert_ne!(other.id, created.id, "every create mints a new id");
+}
+
+async fn update_with_the_read_version_bumps_it(store: Arc<dyn HandleStore>) {
+    let alice = owner("alice");
+    let h = store
+        .create(&alice, "counter", json!(0), HOUR)
+        .await
+        .unwrap();
+    let h2 = store.update(&alice, h.id, 1, json!(1), HOUR).await.unwrap();
+    assert_eq!((h2.version, &h2.data), (2, &json!(1)));
+    let h3 = store.update(&alice, h.id, 2, json!(2), HOUR).await.unwrap();
+    assert_eq!((h3.version, &h3.data), (3, &json!(2)));
+    let read = store.get(&alice, h.id).await.unwrap();
+    assert_eq!((read.version, read.data), (3, json!(2)));
+    assert_eq!(
+        read.created_at_ms, h.created_at_ms,
+        "updates keep the creation time"
+    );
+    assert_eq!(read.kind, "counter", "updates keep the kind");
+}
+
+async fn update_with_a_stale_version_is_a_conflict_naming_the_current_version(
+    store: Arc<dyn HandleStore>,
+) {
+    let alice = owner("alice");
+    let h = store
+        .create(&alice, "counter", json!(0), HOUR)
+        .await
+        .unwrap();
+    store
+        .update(&alice, h.id, 1, json!("first"), HOUR)
+        .await
+        .unwrap();
+    let err = store
+        .update(&alice, h.id, 1, json!("second"), HOUR)
+        .await
+        .unwrap_err();
+    assert_eq!(err, HandleError::Conflict { current_version: 2 });
+    assert!(
+        err.to_string().contains("re-read"),
+        "message names the fix: {err}"
+    );
+    let read = store.get(&alice, h.id).await.unwrap();
+    assert_eq!(
+        read.data,
+        json!("first"),
+        "the losing write changed nothing"
+    );
+}
+
+async fn touch_keeps_data_and_version(store: Arc<dyn HandleStore>) {
+    let alice = owner("alice");
+    let h = store
+        .create(&alice, "k", json!([1, 2]), Duration::from_secs(60))
+        .await
+        .unwrap();
+    let touched = store.touch(&alice, h.id, HOUR).await.unwrap();
+    assert_eq!(touched.version, 1);
+    assert_eq!(touched.data, json!([1, 2]));
+    assert!(
+        touched.expires_at_ms >= h.expires_at_ms + 3_000_000,
+        "touch moved expiry from {} to {}",
+        h.expires_at_ms,
+        touched.expires_at_ms
+    );
+    // A touch does not make a concurrent writer's version stale.
+    store
+        .update(&alice, h.id, 1, json!([3]), HOUR)
+        .await
+        .unwrap();
+}
+
+async fn delete_removes_the_handle(store: Arc<dyn HandleStore>) {
+    let alice = owner("alice");
+    let h = store.create(&alice, "k", json!(null), HOUR).await.unwrap();
+    store.delete(&alice, h.id, None).await.unwrap();
+    assert_eq!(store.get(&alice, h.id).await, Err(HandleError::NotFound));
+    assert_eq!(
+        store.delete(&alice, h.id, None).await,
+        Err(HandleError::NotFound)
+    );
+
+    let h = store.create(&alice, "k", json!(null), HOUR).await.unwrap();
+    store.delete(&alice, h.id, Some(1)).await.unwrap();
+    assert_eq!(store.get(&alice, h.id).await, Err(HandleError::NotFound));
+}
+
+async fn delete_with_a_stale_version_is_a_conflict_and_keeps_the_handle(
+    store: Arc<dyn HandleStore>,
+) {
+    let alice = owner("alice");
+    let h = store.create(&alice, "k", json!(0), HOUR).await.unwrap();
+    store.update(&alice, h.id, 1, json!(1), HOUR).await.unwrap();
+    assert_eq!(
+        store.delete(&alice, h.id, Some(1)).await,
+        Err(HandleError::Conflict { current_version: 2 })
+    );
+    assert_eq!(store.get(&alice, h.id).await.unwrap().data, json!(1));
+}
+
+async fn expired_handle_is_not_found_for_every_operation(store: Arc<dyn HandleStore>) {
+    let alice = owner("alice");
+    let short = Duration::from_secs(1);
+    let a = store.create(&alice, "k", json!(0), short).await.unwrap();
+    let b = store.create(&alice, "k", json!(0), short).await.unwrap();
+    let c = store.create(&alice, "k", json!(0), short).await.unwrap();
+    let d = store.create(&alice, "k", json!(0), short).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+
+    assert_eq!(store.get(&alice, a.id).await, Err(HandleError::NotFound));
+    assert_eq!(
+        store.update(&alice, b.id, 1, json!(1), HOUR).await,
+        Err(HandleError::NotFound),
+        "update cannot revive an expired handle"
+    );
+    assert_eq!(
+        store.touch(&alice, c.id, HOUR).await,
+        Err(HandleError::NotFound),
+        "touch cannot revive an expired handle"
+    );
+    assert_eq!(
+        store.delete(&alice, d.id, None).await,
+        Err(HandleError::NotFound)
+    );
+    // Still gone after the attempts above.
+    for h in [a, b, c, d] {
+        assert_eq!(store.get(&alice, h.id).await, Err(HandleError::NotFound));
+    }
+}
+
+async fn touch_keeps_a_handle_alive_past_its_first_expiry(store: Arc<dyn HandleStore>) {
+    let alice = owner("alice");
+    let ttl = Duration::from_secs(2);
+    let touched = store.create(&alice, "k", json!(0), ttl).await.unwrap();
+    let updated = store.create(&alice, "k", json!(0), ttl).await.unwrap();
+    let idle = store.create(&alice, "k", json!(0), ttl).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    store.touch(&alice, touched.id, HOUR).await.unwrap();
+    store
+        .update(&alice, updated.id, 1, json!(1), HOUR)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    assert!(
+        store.get(&alice, touched.id).await.is_ok(),
+        "touch slid the expiry"
+    );
+    assert!(
+        store.get(&alice, updated.id).await.is_ok(),
+        "update slid the expiry"
+    );
+    assert_eq!(store.get(&alice, idle.id).await, Err(HandleError::NotFound));
+}
+
+async fn another_owner_gets_exactly_what_a_missing_handle_gets(store: Arc<dyn HandleStore>) {
+    let alice = owner("alice");
+    let mallory = owner("mallory");
+    let h = store
+        .create(&alice, "k", json!("secret"), HOUR)
+        .await
+        .unwrap();
+    let missing = HandleId::random().unwrap();
+
+    assert_eq!(
+        store.get(&mallory, h.id).await,
+        store.get(&mallory, missing).await
+    );
+    assert_eq!(store.get(&mallory, h.id).await, Err(HandleError::NotFound));
+    assert_eq!(
+        store.update(&mallory, h.id, 1, json!("mine"), HOUR).await,
+        store
+            .update(&mallory, missing, 1, json!("mine"), HOUR)
+            .await,
+    );
+    assert_eq!(
+        store.touch(&mallory, h.id, HOUR).await,
+        store.touch(&mallory, missing, HOUR).await,
+    );
+    assert_eq!(
+        store.delete(&mallory, h.id, None).await,
+        store.delete(&mallory, missing, None).await,
+    );
+    assert_eq!(
+        store.delete(&mallory, h.id, Some(1)).await,
+        Err(HandleError::NotFound)
+    );
+    // Also with a wrong version: no conflict leaks that the id exists.
+    assert_eq!(
+        store.update(&mallory, h.id, 7, json!(0), HOUR).await,
+        Err(HandleError::NotFound)
+    );
+
+    let read = store.get(&alice, h.id).await.unwrap();
+    assert_eq!(
+        (read.version, read.data),
+        (1, json!("secret")),
+        "mallory changed nothing"
+    );
+}
+
+async fn unknown_id_is_not_found(store: Arc<dyn HandleStore>) {
+    let alice = owner("alice");
+    let missing = HandleId::random().unwrap();
+    assert_eq!(store.get(&alice, missing).await, Err(HandleError::NotFound));
+    assert_eq!(
+        store.touch(&alice, missing, HOUR).await,
+        Err(HandleError::NotFound)
+    );
+    assert_eq!(
+        store.update(&alice, missing, 1, json!(0), HOUR).await,
+        Err(HandleError::NotFound)
+    );
+    assert_eq!(
+        store.delete(&alice, missing, None).await,
+        Err(HandleError::NotFound)
+    );
+}
+
+async fn oversized_data_is_invalid_and_stores_nothing(store: Arc<dyn HandleStore>) {
+    let alice = owner("alice");
+    let too_big = json!({ "blob": "x".repeat(MAX_DATA_BYTES) });
+    let err = store
+        .create(&alice, "k", too_big.clone(), HOUR)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, HandleError::Invalid(_)), "got {err:?}");
+    assert!(
+        err.to_string().contains("limit"),
+        "message names the limit: {err}"
+    );
+
+    let h = store
+        .create(&alice, "k", json!("small"), HOUR)
+        .await
+        .unwrap();
+    let err = store
+        .update(&alice, h.id, 1, too_big, HOUR)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, HandleError::Invalid(_)), "got {err:?}");
+    let read = store.get(&alice, h.id).await.unwrap();
+    assert_eq!((read.version, read.data), (1, json!("small")));
+
+    let near_limit = json!("x".repeat(MAX_DATA_BYTES - 1024));
+    store
+        .update(&alice, h.id, 1, near_limit, HOUR)
+        .await
+        .unwrap();
+}
+
+async fn zero_ttl_and_empty_owner_are_invalid(store: Arc<dyn HandleStore>) {
+    let alice = owner("alice");
+    assert!(matches!(
+        store.create(&alice, "k", json!(0), Duration::ZERO).await,
+        Err(HandleError::Invalid(_))
+    ));
+    assert!(matches!(
+        store.create("", "k", json!(0), HOUR).await,
+        Err(HandleError::Invalid(_))
+    ));
+    assert!(matches!(
+        store.create(&alice, "", json!(0), HOUR).await,
+        Err(HandleError::Invalid(_))
+    ));
+    let h = store.create(&alice, "k", json!(0), HOUR).await.unwrap();
+    assert!(matches!(
+        store.touch(&alice, h.id, Duration::ZERO).await,
+        Err(HandleError::Invalid(_))
+    ));
+    assert!(matches!(
+        store
+            .update(&alice, h.id, 1, json!(1), Duration::ZERO)
+            .await,
+        Err(HandleError::Invalid(_))
+    ));
+}
+
+async fn fifty_concurrent_increments_with_retry_lose_nothing(store: Arc<dyn HandleStore>) {
+    let alice = owner("alice");
+    let h = store
+        .create(&alice, "counter", json!({ "n": 0 }), HOUR)
+        .await
+        .unwrap();
+    let conflicts = Arc::new(std::sync::atomic::AtomicU64::new(0));
+
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            let (store, alice, conflicts) = (store.clone(), alice.clone(), conflicts.clone());
+            tokio::spawn(async move {
+                for _attempt in 0..500 {
+                    let current = store.get(&alice, h.id).await.unwrap();
+                    let n = current.data["n"].as_u64().unwrap();
+                    let next = json!({ "n": n + 1 });
+                    match store
+                        .update(&alice, h.id, current.version, next, HOUR)
+                        .await
+                    {
+                        Ok(_) => return,
+                        Err(HandleError::Conflict { current_version }) => {
+                            assert!(current_version > current.version);
+                            conflicts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            tokio::task::yield_now().await;
+                        }
+                        Err(other) => panic!("unexpected error: {other}"),
+                    }
+                }
+                panic!("no update won after 500 attempts");
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+
+    let done = store.get(&alice, h.id).await.unwrap();
+    assert_eq!(done.data["n"], 50, "every increment landed exactly once");
+    assert_eq!(done.version, 51, "one version per successful update");
+    eprintln!(
+        "50 concurrent increments: {} conflicts retried",
+        conflicts.load(std::sync::atomic::Ordering::Relaxed)
+    );
+}
