@@ -1,6 +1,6 @@
 //! Builds the service once and runs it on Lambda or locally.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use rmcp::{
     ServerHandler,
@@ -12,6 +12,7 @@ use rmcp::{
 
 use crate::{
     Config, Error, McpService,
+    auth::Authenticator,
     config::Mode,
     handler::{Hosted, HostedSettings},
     http::FrontSettings,
@@ -56,13 +57,17 @@ impl App {
             .map(|v| v.as_str().to_string())
             .collect();
         drop(probe);
+        let auth = config
+            .auth
+            .clone()
+            .map(|settings| Arc::new(Authenticator::new(Arc::new(settings))));
         let settings = Arc::new(HostedSettings::new(&config, &info));
 
         let mut rmcp_config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(config.legacy_sessions)
             .with_json_response(true)
             .with_max_request_body_bytes(config.max_body_bytes)
-            .with_sse_keep_alive(Some(Duration::from_secs(15)));
+            .with_sse_keep_alive(Some(config.sse_keep_alive));
         if !config.legacy_sessions {
             // No resumable streams without sessions: no SSE priming events.
             rmcp_config = rmcp_config.with_sse_retry(None);
@@ -82,7 +87,7 @@ impl App {
             config.allowed_origins.clone()
         };
         rmcp_config = rmcp_config
-            .with_allowed_origins(origins)
+            .with_allowed_origins(origins.clone())
             .enforce_origin_validation();
 
         let rmcp = StreamableHttpService::new(
@@ -95,10 +100,17 @@ impl App {
             max_body_bytes: config.max_body_bytes,
             legacy_sessions: config.legacy_sessions,
             supported_versions,
+            origin_secret: config
+                .origin_secret
+                .as_ref()
+                .map(crate::http::OriginSecretCheck::new),
+            auth: auth.clone(),
+            allowed_origins: origins,
         });
         Server {
             service: McpService::new(rmcp, front),
             config,
+            auth,
         }
     }
 }
@@ -107,6 +119,7 @@ impl App {
 pub struct Server<H> {
     service: McpService<H>,
     config: Config,
+    auth: Option<Arc<Authenticator>>,
 }
 
 impl<H: ServerHandler> Server<H> {
@@ -118,14 +131,29 @@ impl<H: ServerHandler> Server<H> {
     /// Serves until stopped: on Lambda when `AWS_LAMBDA_RUNTIME_API` is set,
     /// otherwise on [`Config::bind`].
     pub async fn run(self) -> Result<(), Error> {
+        match &self.auth {
+            // Everything expensive happens before the first request (Lambda INIT).
+            Some(auth) => {
+                let settings = auth.settings();
+                tracing::info!(issuer = %settings.issuer, audience = %settings.audience, "auth is on: every request needs a bearer token for this audience");
+                auth.warm().await;
+            }
+            None => tracing::warn!(
+                "auth is off (MCP_AUTH_ISSUER is not set): anyone who can reach this server can call it"
+            ),
+        }
         if self.config.request_state_keys.is_generated() {
             tracing::warn!(
                 "MCP_REQUEST_STATE_KEY is not set: using a random key, so requestState and cursors do not survive a restart or cross instances"
             );
         }
         match self.config.mode {
-            Mode::Lambda => crate::serve::lambda::serve(self.service, self.config.lambda_streaming).await,
-            Mode::Local => crate::serve::local::serve(self.service, self.config.bind, &self.config.path).await,
+            Mode::Lambda => {
+                crate::serve::lambda::serve(self.service, self.config.lambda_streaming).await
+            }
+            Mode::Local => {
+                crate::serve::local::serve(self.service, self.config.bind, &self.config.path).await
+            }
         }
     }
 }
@@ -137,7 +165,11 @@ pub fn init_tracing(config: &Config) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     let _ = match config.mode {
-        Mode::Lambda => builder.json().without_time().with_current_span(false).try_init(),
+        Mode::Lambda => builder
+            .json()
+            .without_time()
+            .with_current_span(false)
+            .try_init(),
         Mode::Local => builder.with_writer(std::io::stderr).try_init(),
     };
 }

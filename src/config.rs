@@ -18,6 +18,10 @@
 //! | `MCP_HANDLE_TTL_SECS` | `86400` | inactivity expiry of handles |
 //! | `MCP_LEGACY_SESSIONS` | `false` | in-memory sessions for 2025-era clients (local mode only) |
 //! | `MCP_LAMBDA_STREAMING` | `false` | Lambda response streaming for SSE answers |
+//! | `MCP_SSE_KEEP_ALIVE_SECS` | `15` | seconds between `:` keep-alive comments on an idle SSE answer (keep it under the 30 s idle timeouts of CloudFront and edge API Gateway) |
+//! | `MCP_ORIGIN_SECRET` | none | a secret the CDN in front (CloudFront) adds to every request as a header; when set, requests without it get 403 |
+//! | `MCP_ORIGIN_SECRET_HEADER` | `x-origin-secret` | the header that carries `MCP_ORIGIN_SECRET` |
+//! | `MCP_AUTH_*` | auth off | see [`AuthSettings`](crate::auth::AuthSettings) |
 //! | `MCP_LOG` | `info` | tracing filter |
 
 use std::{net::SocketAddr, time::Duration};
@@ -183,6 +187,88 @@ impl RequestStateKeys {
     }
 }
 
+/// A secret header that a CDN in front of the function adds to every request
+/// it forwards (a CloudFront custom origin header), so the function serves only
+/// requests that came through the CDN. `Debug` never shows the secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OriginSecret {
+    header: http::HeaderName,
+    secret: Vec<u8>,
+}
+
+impl std::fmt::Debug for OriginSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OriginSecret")
+            .field("header", &self.header)
+            .field("secret", &"<redacted>")
+            .finish()
+    }
+}
+
+impl OriginSecret {
+    /// The header used when `MCP_ORIGIN_SECRET_HEADER` is not set.
+    pub const DEFAULT_HEADER: &'static str = "x-origin-secret";
+    /// Minimum secret length in bytes.
+    pub const MIN_LEN: usize = 16;
+
+    /// A secret carried in `header`.
+    ///
+    /// ```
+    /// use mcp_lambda::config::OriginSecret;
+    /// let secret = OriginSecret::new("x-origin-secret", "0123456789abcdef0123").unwrap();
+    /// assert_eq!(secret.header().as_str(), "x-origin-secret");
+    /// assert!(OriginSecret::new("authorization", "0123456789abcdef0123").is_err());
+    /// assert!(OriginSecret::new("x-origin-secret", "short").is_err());
+    /// ```
+    pub fn new(header: &str, secret: &str) -> Result<Self, &'static str> {
+        let header = Self::parse_header(header)?;
+        if secret.len() < Self::MIN_LEN {
+            return Err("the secret must be at least 16 characters");
+        }
+        Ok(Self {
+            header,
+            secret: secret.as_bytes().to_vec(),
+        })
+    }
+
+    fn parse_header(header: &str) -> Result<http::HeaderName, &'static str> {
+        let header = http::HeaderName::from_bytes(header.trim().as_bytes())
+            .map_err(|_| "not a valid HTTP header name")?;
+        let name = header.as_str();
+        let reserved = [
+            "host",
+            "authorization",
+            "content-type",
+            "content-length",
+            "accept",
+            "origin",
+            "cookie",
+            "connection",
+            "transfer-encoding",
+            "via",
+            "user-agent",
+        ];
+        if reserved.contains(&name)
+            || ["mcp-", "x-amz", "x-edge-", "x-forwarded-", "cloudfront-"]
+                .iter()
+                .any(|prefix| name.starts_with(prefix))
+        {
+            return Err("a header that HTTP, MCP or AWS already uses");
+        }
+        Ok(header)
+    }
+
+    /// The header the CDN sets.
+    pub fn header(&self) -> &http::HeaderName {
+        &self.header
+    }
+
+    /// The expected header value.
+    pub fn secret(&self) -> &[u8] {
+        &self.secret
+    }
+}
+
 /// Everything the server needs to know, read once at start-up.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -213,8 +299,16 @@ pub struct Config {
     /// Lambda response streaming for SSE answers (`MCP_LAMBDA_STREAMING`);
     /// needs `InvokeMode: RESPONSE_STREAM` or API Gateway streaming.
     pub lambda_streaming: bool,
+    /// Interval of `:` keep-alive comments on an idle SSE answer
+    /// (`MCP_SSE_KEEP_ALIVE_SECS`).
+    pub sse_keep_alive: Duration,
+    /// The secret header a CDN in front adds (`MCP_ORIGIN_SECRET`,
+    /// `MCP_ORIGIN_SECRET_HEADER`); `None` = no check.
+    pub origin_secret: Option<OriginSecret>,
     /// Tracing filter (`MCP_LOG`).
     pub log_filter: String,
+    /// OAuth resource-server settings (`MCP_AUTH_*`); `None` = auth off.
+    pub auth: Option<crate::auth::AuthSettings>,
 }
 
 /// A configuration value that could not be used.
@@ -271,13 +365,21 @@ impl Config {
 
         let bind = match get("MCP_BIND") {
             Some(v) => v.trim().parse().map_err(|_| {
-                fail("MCP_BIND", &v, "expected an IP address and port, e.g. 127.0.0.1:3000")
+                fail(
+                    "MCP_BIND",
+                    &v,
+                    "expected an IP address and port, e.g. 127.0.0.1:3000",
+                )
             })?,
             None => SocketAddr::from(([127, 0, 0, 1], 3000)),
         };
 
         let path = get("MCP_PATH").unwrap_or_else(|| "/mcp".into());
-        if !path.starts_with('/') || path.len() < 2 || path.contains(['?', '#', ' ']) || path.ends_with('/') {
+        if !path.starts_with('/')
+            || path.len() < 2
+            || path.contains(['?', '#', ' '])
+            || path.ends_with('/')
+        {
             return Err(fail(
                 "MCP_PATH",
                 &path,
@@ -289,7 +391,10 @@ impl Config {
             Some(v) if v.trim() == "*" => Vec::new(),
             Some(v) => {
                 let hosts = split_list(&v);
-                if hosts.iter().any(|h| h.contains(['/', ' ']) || h.contains("://")) {
+                if hosts
+                    .iter()
+                    .any(|h| h.contains(['/', ' ']) || h.contains("://"))
+                {
                     return Err(fail(
                         "MCP_ALLOWED_HOSTS",
                         &v,
@@ -298,13 +403,20 @@ impl Config {
                 }
                 hosts
             }
-            None => vec!["localhost".into(), "127.0.0.1".into(), "::1".into(), "[::1]".into()],
+            None => vec![
+                "localhost".into(),
+                "127.0.0.1".into(),
+                "::1".into(),
+                "[::1]".into(),
+            ],
         };
 
         let allowed_origins = match get("MCP_ALLOWED_ORIGINS") {
             Some(v) => {
                 let origins = split_list(&v);
-                if origins.iter().any(|o| o != "null" && !(o.starts_with("http://") || o.starts_with("https://"))) {
+                if origins.iter().any(|o| {
+                    o != "null" && !(o.starts_with("http://") || o.starts_with("https://"))
+                }) {
                     return Err(fail(
                         "MCP_ALLOWED_ORIGINS",
                         &v,
@@ -316,12 +428,35 @@ impl Config {
             None => Vec::new(),
         };
 
-        let max_body_bytes = parse_number(&get, "MCP_MAX_BODY_BYTES", 1024 * 1024, 1..=64 * 1024 * 1024)
-            .map_err(|(v, _)| fail("MCP_MAX_BODY_BYTES", &v, "expected a whole number of bytes between 1 and 67108864, e.g. 1048576"))?;
-        let page_size = parse_number(&get, "MCP_PAGE_SIZE", 100, 1..=10_000)
-            .map_err(|(v, _)| fail("MCP_PAGE_SIZE", &v, "expected a whole number of items between 1 and 10000"))?;
+        let max_body_bytes = parse_number(
+            &get,
+            "MCP_MAX_BODY_BYTES",
+            1024 * 1024,
+            1..=64 * 1024 * 1024,
+        )
+        .map_err(|(v, _)| {
+            fail(
+                "MCP_MAX_BODY_BYTES",
+                &v,
+                "expected a whole number of bytes between 1 and 67108864, e.g. 1048576",
+            )
+        })?;
+        let page_size =
+            parse_number(&get, "MCP_PAGE_SIZE", 100, 1..=10_000).map_err(|(v, _)| {
+                fail(
+                    "MCP_PAGE_SIZE",
+                    &v,
+                    "expected a whole number of items between 1 and 10000",
+                )
+            })?;
         let handle_ttl_secs = parse_number(&get, "MCP_HANDLE_TTL_SECS", 86_400, 1..=366 * 86_400)
-            .map_err(|(v, _)| fail("MCP_HANDLE_TTL_SECS", &v, "expected whole seconds between 1 and 31622400, e.g. 86400"))?;
+            .map_err(|(v, _)| {
+            fail(
+                "MCP_HANDLE_TTL_SECS",
+                &v,
+                "expected whole seconds between 1 and 31622400, e.g. 86400",
+            )
+        })?;
 
         let mut cache = CacheHints::default();
         for (variable, slot) in [
@@ -329,12 +464,19 @@ impl Config {
             ("MCP_CACHE_TOOLS_LIST", &mut cache.tools_list),
             ("MCP_CACHE_PROMPTS_LIST", &mut cache.prompts_list),
             ("MCP_CACHE_RESOURCES_LIST", &mut cache.resources_list),
-            ("MCP_CACHE_RESOURCES_TEMPLATES_LIST", &mut cache.resource_templates_list),
+            (
+                "MCP_CACHE_RESOURCES_TEMPLATES_LIST",
+                &mut cache.resource_templates_list,
+            ),
             ("MCP_CACHE_RESOURCES_READ", &mut cache.resources_read),
         ] {
             if let Some(v) = get(variable) {
                 *slot = parse_cache_hint(&v, slot.scope).ok_or_else(|| {
-                    fail(variable, &v, "expected <ttl seconds>[,public|private], e.g. 300,public")
+                    fail(
+                        variable,
+                        &v,
+                        "expected <ttl seconds>[,public|private], e.g. 300,public",
+                    )
                 })?;
             }
         }
@@ -378,8 +520,49 @@ impl Config {
         let lambda_streaming = parse_bool(&get, "MCP_LAMBDA_STREAMING")
             .map_err(|v| fail("MCP_LAMBDA_STREAMING", &v, "expected true or false"))?;
 
+        let sse_keep_alive_secs = parse_number(&get, "MCP_SSE_KEEP_ALIVE_SECS", 15, 1..=300)
+            .map_err(|(v, _)| fail("MCP_SSE_KEEP_ALIVE_SECS", &v, "expected whole seconds between 1 and 300, e.g. 15 (stay under the 30 s idle timeout of CloudFront)"))?;
+
+        let origin_secret = match (get("MCP_ORIGIN_SECRET"), get("MCP_ORIGIN_SECRET_HEADER")) {
+            (None, None) => None,
+            (None, Some(_)) => {
+                return Err(fail(
+                    "MCP_ORIGIN_SECRET",
+                    "",
+                    "must be set when MCP_ORIGIN_SECRET_HEADER is: the value the CDN adds in that header, at least 16 characters (e.g. `openssl rand -hex 32`)",
+                ));
+            }
+            (Some(secret), header) => {
+                let header = header.unwrap_or_else(|| OriginSecret::DEFAULT_HEADER.into());
+                if let Err(reason) = OriginSecret::parse_header(&header) {
+                    return Err(fail(
+                        "MCP_ORIGIN_SECRET_HEADER",
+                        &header,
+                        &format!("{reason}; expected a header of your own, e.g. x-origin-secret"),
+                    ));
+                }
+                Some(OriginSecret::new(&header, secret.trim()).map_err(|_| ConfigError {
+                    variable: "MCP_ORIGIN_SECRET",
+                    value: "<redacted>".into(),
+                    reason: "expected at least 16 characters, e.g. the output of `openssl rand -hex 32`".into(),
+                })?)
+            }
+        };
+
+        let auth =
+            crate::auth::AuthSettings::from_lookup(&get).map_err(|(variable, value, reason)| {
+                ConfigError {
+                    variable,
+                    value,
+                    reason,
+                }
+            })?;
+
         Ok(Self {
+            auth,
             lambda_streaming,
+            sse_keep_alive: Duration::from_secs(sse_keep_alive_secs as u64),
+            origin_secret,
             mode,
             bind,
             path,
@@ -522,7 +705,11 @@ mod tests {
         let err = config(&[("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")]).unwrap_err();
         assert_eq!(err.variable, "MCP_REQUEST_STATE_KEY");
         let key = base64::engine::general_purpose::STANDARD.encode([1u8; 32]);
-        let c = config(&[("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"), ("MCP_REQUEST_STATE_KEY", &key)]).unwrap();
+        let c = config(&[
+            ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
+            ("MCP_REQUEST_STATE_KEY", &key),
+        ])
+        .unwrap();
         assert_eq!(c.mode, Mode::Lambda);
         assert!(!c.request_state_keys.is_generated());
     }
@@ -541,10 +728,66 @@ mod tests {
 
     #[test]
     fn cache_hints_parse_ttl_and_scope() {
-        let c = config(&[("MCP_CACHE_TOOLS_LIST", "60,private"), ("MCP_CACHE_SERVER_DISCOVER", "10")]).unwrap();
+        let c = config(&[
+            ("MCP_CACHE_TOOLS_LIST", "60,private"),
+            ("MCP_CACHE_SERVER_DISCOVER", "10"),
+        ])
+        .unwrap();
         assert_eq!(c.cache.tools_list.ttl, Duration::from_secs(60));
         assert_eq!(c.cache.tools_list.scope, CacheScope::Private);
         assert_eq!(c.cache.discover.scope, CacheScope::Public);
         assert_eq!(c.cache.for_method("tools/call"), None);
+    }
+
+    #[test]
+    fn origin_secret_is_off_unless_the_secret_is_set() {
+        assert!(config(&[]).unwrap().origin_secret.is_none());
+        let c = config(&[("MCP_ORIGIN_SECRET", "0123456789abcdef-cdn")]).unwrap();
+        let secret = c.origin_secret.unwrap();
+        assert_eq!(secret.header().as_str(), OriginSecret::DEFAULT_HEADER);
+        assert_eq!(secret.secret(), b"0123456789abcdef-cdn");
+        let c = config(&[
+            ("MCP_ORIGIN_SECRET", "0123456789abcdef-cdn"),
+            ("MCP_ORIGIN_SECRET_HEADER", "X-From-CDN"),
+        ])
+        .unwrap();
+        assert_eq!(c.origin_secret.unwrap().header().as_str(), "x-from-cdn");
+    }
+
+    #[test]
+    fn origin_secret_errors_name_the_variable_and_never_echo_the_secret() {
+        let err = config(&[("MCP_ORIGIN_SECRET_HEADER", "x-from-cdn")]).unwrap_err();
+        assert_eq!(err.variable, "MCP_ORIGIN_SECRET");
+        let err = config(&[("MCP_ORIGIN_SECRET", "tooshort")]).unwrap_err();
+        assert_eq!(err.variable, "MCP_ORIGIN_SECRET");
+        assert!(!err.to_string().contains("tooshort"), "{err}");
+        for header in ["authorization", "mcp-method", "x-amz-date", "not a header"] {
+            let err = config(&[
+                ("MCP_ORIGIN_SECRET", "0123456789abcdef-cdn"),
+                ("MCP_ORIGIN_SECRET_HEADER", header),
+            ])
+            .unwrap_err();
+            assert_eq!(err.variable, "MCP_ORIGIN_SECRET_HEADER", "{header}");
+            assert!(!err.to_string().contains("0123456789abcdef-cdn"), "{err}");
+        }
+        let c = config(&[("MCP_ORIGIN_SECRET", "0123456789abcdef-cdn")]).unwrap();
+        assert!(!format!("{c:?}").contains("0123456789abcdef-cdn"));
+    }
+
+    #[test]
+    fn sse_keep_alive_defaults_to_15_seconds() {
+        assert_eq!(config(&[]).unwrap().sse_keep_alive, Duration::from_secs(15));
+        assert_eq!(
+            config(&[("MCP_SSE_KEEP_ALIVE_SECS", "1")])
+                .unwrap()
+                .sse_keep_alive,
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            config(&[("MCP_SSE_KEEP_ALIVE_SECS", "0")])
+                .unwrap_err()
+                .variable,
+            "MCP_SSE_KEEP_ALIVE_SECS"
+        );
     }
 }

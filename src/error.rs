@@ -12,7 +12,9 @@ pub enum Error {
     #[error("configuration: {0}")]
     Config(#[from] crate::config::ConfigError),
     /// The local listen address could not be bound.
-    #[error("cannot listen on {addr}: {source}; set MCP_BIND to a free address, e.g. 127.0.0.1:3001")]
+    #[error(
+        "cannot listen on {addr}: {source}; set MCP_BIND to a free address, e.g. 127.0.0.1:3001"
+    )]
     Bind {
         /// The address.
         addr: SocketAddr,

@@ -47,4 +47,4 @@ pub use config::Config;
 pub use error::Error;
 pub use handler::Hosted;
 pub use http::McpService;
-pub use serve::lambda::Buffered as LambdaBuffered;
+pub use serve::lambda::{Buffered as LambdaBuffered, Streaming as LambdaStreaming};

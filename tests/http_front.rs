@@ -37,7 +37,11 @@ async fn invalid_json_is_a_400_parse_error() {
 #[tokio::test]
 async fn batches_are_a_400_invalid_request() {
     // rmcp 3.11: batch arrays get a plain-text 415.
-    let a = post(&service(&[]), raw(r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#)).await;
+    let a = post(
+        &service(&[]),
+        raw(r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#),
+    )
+    .await;
     assert_eq!(a.status, 400);
     assert_eq!(a.code(), -32600);
 }
@@ -48,12 +52,30 @@ async fn malformed_envelopes_are_400_invalid_request_echoing_a_readable_id() {
     for (body, id) in [
         ("42", None),
         (r#""text""#, None),
-        (r#"{"jsonrpc":"2.0","id":null,"method":"tools/list","params":{}}"#, None),
-        (r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/list","params":{}}"#, None),
-        (r#"{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list","params":{}}"#, None),
-        (r#"{"id":7,"method":"tools/list","params":{}}"#, Some(json!(7))),
-        (r#"{"jsonrpc":"1.0","id":"x","method":"tools/list","params":{}}"#, Some(json!("x"))),
-        (r#"{"jsonrpc":"2.0","id":8,"method":5,"params":{}}"#, Some(json!(8))),
+        (
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/list","params":{}}"#,
+            None,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/list","params":{}}"#,
+            None,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list","params":{}}"#,
+            None,
+        ),
+        (
+            r#"{"id":7,"method":"tools/list","params":{}}"#,
+            Some(json!(7)),
+        ),
+        (
+            r#"{"jsonrpc":"1.0","id":"x","method":"tools/list","params":{}}"#,
+            Some(json!("x")),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":8,"method":5,"params":{}}"#,
+            Some(json!(8)),
+        ),
         (r#"{"jsonrpc":"2.0","id":9,"result":{}}"#, Some(json!(9))),
     ] {
         let a = post(&s, raw(body)).await;
@@ -65,7 +87,11 @@ async fn malformed_envelopes_are_400_invalid_request_echoing_a_readable_id() {
 
 #[tokio::test]
 async fn a_missing_version_header_is_a_400_header_mismatch() {
-    let request = with_header(modern(json!(1), "tools/list", json!({})), "mcp-protocol-version", None);
+    let request = with_header(
+        modern(json!(1), "tools/list", json!({})),
+        "mcp-protocol-version",
+        None,
+    );
     let a = post(&service(&[]), request).await;
     assert_eq!((a.status.as_u16(), a.code()), (400, -32020));
     assert_eq!(a.json()["id"], 1);
@@ -89,7 +115,12 @@ async fn missing_meta_fields_are_a_400_invalid_params() {
             }
         }
         let a = post(&s, (headers, serde_json::to_vec(&value).unwrap())).await;
-        assert_eq!((a.status.as_u16(), a.code()), (400, -32602), "without {strip}: {}", a.text);
+        assert_eq!(
+            (a.status.as_u16(), a.code()),
+            (400, -32602),
+            "without {strip}: {}",
+            a.text
+        );
         assert_eq!(a.json()["id"], "req-1");
     }
 }
@@ -98,7 +129,9 @@ async fn missing_meta_fields_are_a_400_invalid_params() {
 async fn a_header_that_disagrees_with_meta_is_checked_before_support() {
     // Reference order: header ≠ _meta (-32020) wins over an unsupported version.
     let (headers, body) = modern(json!(2), "tools/list", json!({}));
-    let body = String::from_utf8(body).unwrap().replace("\"2026-07-28\"", "\"v999.0.0\"");
+    let body = String::from_utf8(body)
+        .unwrap()
+        .replace("\"2026-07-28\"", "\"v999.0.0\"");
     let a = post(&service(&[]), (headers, body.into_bytes())).await;
     assert_eq!((a.status.as_u16(), a.code()), (400, -32020), "{}", a.text);
 }
@@ -106,13 +139,24 @@ async fn a_header_that_disagrees_with_meta_is_checked_before_support() {
 #[tokio::test]
 async fn an_unsupported_version_is_a_400_with_supported_and_requested() {
     let (headers, body) = modern(json!(3), "tools/list", json!({}));
-    let body = String::from_utf8(body).unwrap().replace("\"2026-07-28\"", "\"v999.0.0\"");
-    let request = with_header((headers, body.into_bytes()), "mcp-protocol-version", Some("v999.0.0"));
+    let body = String::from_utf8(body)
+        .unwrap()
+        .replace("\"2026-07-28\"", "\"v999.0.0\"");
+    let request = with_header(
+        (headers, body.into_bytes()),
+        "mcp-protocol-version",
+        Some("v999.0.0"),
+    );
     let a = post(&service(&[]), request).await;
     assert_eq!((a.status.as_u16(), a.code()), (400, -32022));
     let data = &a.json()["error"]["data"];
     assert_eq!(data["requested"], "v999.0.0");
-    assert!(data["supported"].as_array().unwrap().contains(&json!("2026-07-28")));
+    assert!(
+        data["supported"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2026-07-28"))
+    );
     assert_eq!(a.json()["id"], 3);
 }
 
@@ -121,7 +165,11 @@ async fn an_unknown_header_version_without_meta_is_json_rpc_32022() {
     // rmcp 3.11: answered with a plain-text 400.
     let (headers, _) = modern(json!(4), "tools/list", json!({}));
     let body = br#"{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{}}"#.to_vec();
-    let a = post(&service(&[]), with_header((headers, body), "mcp-protocol-version", Some("2099-01-01"))).await;
+    let a = post(
+        &service(&[]),
+        with_header((headers, body), "mcp-protocol-version", Some("2099-01-01")),
+    )
+    .await;
     assert_eq!((a.status.as_u16(), a.code()), (400, -32022), "{}", a.text);
     assert_eq!(a.json()["error"]["data"]["requested"], "2099-01-01");
     assert_eq!(a.json()["id"], 4);
@@ -139,11 +187,20 @@ async fn mcp_method_and_name_headers_must_copy_the_body() {
         ("mcp-name", Some("=?base64?!!!?=")),
     ] {
         let a = post(&s, with_header(call(), name, value)).await;
-        assert_eq!((a.status.as_u16(), a.code()), (400, -32020), "{name}={value:?}: {}", a.text);
+        assert_eq!(
+            (a.status.as_u16(), a.code()),
+            (400, -32020),
+            "{name}={value:?}: {}",
+            a.text
+        );
         assert_eq!(a.json()["id"], 5);
     }
     // The base64 sentinel and surrounding whitespace are accepted.
-    let a = post(&s, with_header(call(), "mcp-name", Some("=?base64?ZWNob18x?="))).await;
+    let a = post(
+        &s,
+        with_header(call(), "mcp-name", Some("=?base64?ZWNob18x?=")),
+    )
+    .await;
     assert_eq!(a.status, 200, "{}", a.text);
     let a = post(&s, with_header(call(), "mcp-name", Some("  echo_1 "))).await;
     assert_eq!(a.status, 200, "{}", a.text);
@@ -153,9 +210,21 @@ async fn mcp_method_and_name_headers_must_copy_the_body() {
 async fn removed_methods_in_a_modern_envelope_are_404_method_not_found() {
     // rmcp 3.11: `initialize` with the modern envelope gets -32022.
     let s = service(&[]);
-    for method in ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "unknown/method"] {
+    for method in [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "unknown/method",
+    ] {
         let a = post(&s, modern(json!(method), method, json!({}))).await;
-        assert_eq!((a.status.as_u16(), a.code()), (404, -32601), "{method}: {}", a.text);
+        assert_eq!(
+            (a.status.as_u16(), a.code()),
+            (404, -32601),
+            "{method}: {}",
+            a.text
+        );
         assert_eq!(a.json()["id"], method);
     }
 }
@@ -164,7 +233,10 @@ async fn removed_methods_in_a_modern_envelope_are_404_method_not_found() {
 async fn a_bare_legacy_initialize_is_served_statelessly() {
     let body = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
         "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"old","version":"1"}}});
-    let headers = headers_only(&[("content-type", "application/json"), ("accept", "application/json, text/event-stream")]);
+    let headers = headers_only(&[
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ]);
     let a = post(&service(&[]), (headers, serde_json::to_vec(&body).unwrap())).await;
     assert_eq!(a.status, 200, "{}", a.text);
     assert_eq!(a.json()["result"]["protocolVersion"], "2025-06-18");
@@ -175,7 +247,15 @@ async fn a_bare_legacy_initialize_is_served_statelessly() {
 async fn an_oversized_body_is_413_with_a_json_rpc_error() {
     let s = service(&[("MCP_MAX_BODY_BYTES", "1024")]);
     let big = "x".repeat(2048);
-    let a = post(&s, modern(json!(1), "tools/call", json!({"name": "echo_1", "arguments": {"pad": big}}))).await;
+    let a = post(
+        &s,
+        modern(
+            json!(1),
+            "tools/call",
+            json!({"name": "echo_1", "arguments": {"pad": big}}),
+        ),
+    )
+    .await;
     assert_eq!(a.status, 413);
     assert_eq!(a.code(), -32600);
     assert_eq!(a.json()["error"]["data"]["limit"], 1024);
@@ -183,7 +263,11 @@ async fn an_oversized_body_is_413_with_a_json_rpc_error() {
 
 #[tokio::test]
 async fn a_non_json_content_type_is_415() {
-    let request = with_header(modern(json!(1), "tools/list", json!({})), "content-type", Some("text/plain"));
+    let request = with_header(
+        modern(json!(1), "tools/list", json!({})),
+        "content-type",
+        Some("text/plain"),
+    );
     let a = post(&service(&[]), request).await;
     assert_eq!((a.status.as_u16(), a.code()), (415, -32600));
 }
@@ -191,9 +275,21 @@ async fn a_non_json_content_type_is_415() {
 #[tokio::test]
 async fn accept_must_allow_json_and_sse_but_may_be_absent() {
     let s = service(&[]);
-    let a = post(&s, with_header(modern(json!(1), "tools/list", json!({})), "accept", Some("text/html"))).await;
+    let a = post(
+        &s,
+        with_header(
+            modern(json!(1), "tools/list", json!({})),
+            "accept",
+            Some("text/html"),
+        ),
+    )
+    .await;
     assert_eq!((a.status.as_u16(), a.code()), (406, -32600));
-    let a = post(&s, with_header(modern(json!(1), "tools/list", json!({})), "accept", None)).await;
+    let a = post(
+        &s,
+        with_header(modern(json!(1), "tools/list", json!({})), "accept", None),
+    )
+    .await;
     assert_eq!(a.status, 200, "{}", a.text);
 }
 
@@ -212,7 +308,10 @@ async fn healthz_is_200_and_other_paths_are_404() {
     let s = service(&[]);
     assert_eq!(send(&s, "GET", "/healthz", &[], vec![]).await.status, 200);
     assert_eq!(send(&s, "GET", "/nope", &[], vec![]).await.status, 404);
-    assert_eq!(send(&s, "POST", "/mcp/extra", &[], vec![]).await.status, 404);
+    assert_eq!(
+        send(&s, "POST", "/mcp/extra", &[], vec![]).await.status,
+        404
+    );
 }
 
 #[tokio::test]
@@ -241,7 +340,10 @@ async fn every_result_carries_server_info() {
 
 #[tokio::test]
 async fn cache_hints_come_from_config_and_mirror_into_cache_control() {
-    let s = service(&[("MCP_CACHE_TOOLS_LIST", "120,public"), ("MCP_CACHE_SERVER_DISCOVER", "30,private")]);
+    let s = service(&[
+        ("MCP_CACHE_TOOLS_LIST", "120,public"),
+        ("MCP_CACHE_SERVER_DISCOVER", "30,private"),
+    ]);
     let a = post(&s, modern(json!(1), "tools/list", json!({}))).await;
     assert_eq!(a.json()["result"]["ttlMs"], 120_000);
     assert_eq!(a.json()["result"]["cacheScope"], "public");
@@ -254,7 +356,11 @@ async fn cache_hints_come_from_config_and_mirror_into_cache_control() {
     assert_eq!(a.header("cache-control"), Some("private, max-age=30"));
     assert_eq!(a.header("vary"), Some("Authorization"));
 
-    let a = post(&s, modern(json!(3), "tools/call", json!({"name": "echo_1"}))).await;
+    let a = post(
+        &s,
+        modern(json!(3), "tools/call", json!({"name": "echo_1"})),
+    )
+    .await;
     assert_eq!(a.header("cache-control"), Some("no-store"));
     let a = post(&s, modern(json!(4), "tools/call", json!({"name": "nope"}))).await;
     assert_eq!(a.code(), -32602);
@@ -294,7 +400,10 @@ async fn lists_page_with_signed_cursors_any_instance_can_continue() {
 async fn garbage_tampered_and_foreign_cursors_are_invalid_params() {
     let s = service(&[("MCP_PAGE_SIZE", "2")]);
     let a = post(&s, modern(json!(1), "tools/list", json!({}))).await;
-    let cursor = a.json()["result"]["nextCursor"].as_str().unwrap().to_string();
+    let cursor = a.json()["result"]["nextCursor"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let mut tampered = cursor.clone().into_bytes();
     tampered[3] = if tampered[3] == b'A' { b'B' } else { b'A' };
     let other_key = service(&[("MCP_PAGE_SIZE", "2")]);
@@ -312,23 +421,45 @@ async fn garbage_tampered_and_foreign_cursors_are_invalid_params() {
 #[tokio::test]
 async fn foreign_hosts_and_origins_are_refused() {
     let s = service(&[]);
-    let a = post(&s, with_header(modern(json!(1), "tools/list", json!({})), "origin", Some("https://evil.example.com"))).await;
+    let a = post(
+        &s,
+        with_header(
+            modern(json!(1), "tools/list", json!({})),
+            "origin",
+            Some("https://evil.example.com"),
+        ),
+    )
+    .await;
     assert_eq!(a.status, 403, "{}", a.text);
-    let a = post(&s, with_header(modern(json!(1), "tools/list", json!({})), "origin", Some("http://localhost:6274"))).await;
+    let a = post(
+        &s,
+        with_header(
+            modern(json!(1), "tools/list", json!({})),
+            "origin",
+            Some("http://localhost:6274"),
+        ),
+    )
+    .await;
     assert_eq!(a.status, 200, "{}", a.text);
 }
 
 #[tokio::test]
 async fn every_2025_era_client_is_served_without_a_session() {
     let s = service(&[]);
-    let plain = headers_only(&[("content-type", "application/json"), ("accept", "application/json, text/event-stream")]);
+    let plain = headers_only(&[
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ]);
     for version in ["2025-03-26", "2025-06-18", "2025-11-25"] {
         let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
             "protocolVersion": version, "capabilities":{}, "clientInfo":{"name":"old","version":"1"}}});
         let a = post(&s, (plain.clone(), serde_json::to_vec(&init).unwrap())).await;
         assert_eq!(a.status, 200, "{version}: {}", a.text);
         assert_eq!(a.json()["result"]["protocolVersion"], version);
-        assert!(a.header("mcp-session-id").is_none(), "{version} minted a session");
+        assert!(
+            a.header("mcp-session-id").is_none(),
+            "{version} minted a session"
+        );
 
         // The next request carries only the negotiated version header (none for 2025-03-26).
         let mut headers = plain.clone();
@@ -338,18 +469,36 @@ async fn every_2025_era_client_is_served_without_a_session() {
         let call = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo_4","arguments":{}}});
         let a = post(&s, (headers, serde_json::to_vec(&call).unwrap())).await;
         assert_eq!(a.status, 200, "{version}: {}", a.text);
-        assert_eq!(a.json()["result"]["content"][0]["text"], "echo_4", "{version}");
-        assert!(a.json()["result"].get("resultType").is_none(), "{version} got a 2026 field");
+        assert_eq!(
+            a.json()["result"]["content"][0]["text"],
+            "echo_4",
+            "{version}"
+        );
+        assert!(
+            a.json()["result"].get("resultType").is_none(),
+            "{version} got a 2026 field"
+        );
     }
 }
 
 #[tokio::test]
 async fn legacy_sessions_can_be_switched_on_for_local_use() {
     let s = service(&[("MCP_LEGACY_SESSIONS", "true")]);
-    let plain = headers_only(&[("content-type", "application/json"), ("accept", "application/json, text/event-stream")]);
+    let plain = headers_only(&[
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ]);
     let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
         "protocolVersion": "2025-11-25", "capabilities":{}, "clientInfo":{"name":"old","version":"1"}}});
-    let a = post(&s, (plain, serde_json::to_vec(&init).unwrap())).await;
+    let a = post(&s, (plain.clone(), serde_json::to_vec(&init).unwrap())).await;
     assert_eq!(a.status, 200, "{}", a.text);
-    assert!(a.header("mcp-session-id").is_some(), "no session minted");
+    let session = a.header("mcp-session-id").expect("no session minted").to_string();
+
+    // The client's answer to a server-to-client request reaches rmcp's session.
+    let mut headers = plain;
+    headers.push(("mcp-session-id".into(), session));
+    headers.push(("mcp-protocol-version".into(), "2025-11-25".into()));
+    let reply = json!({"jsonrpc":"2.0","id":0,"result":{}});
+    let a = post(&s, (headers, serde_json::to_vec(&reply).unwrap())).await;
+    assert_eq!(a.status, 202, "{}", a.text);
 }

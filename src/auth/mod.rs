@@ -1,5 +1,14 @@
-//! Who is calling: the verified principal handlers see.
+//! OAuth 2.1 resource-server auth: every request's bearer token verified
+//! locally against the issuer's cached JWKS, RFC 9728 metadata, scope challenges.
 
+mod bearer;
+mod jwks;
+mod jwt;
+pub(crate) mod metadata;
 mod principal;
+mod settings;
 
+pub use bearer::{Authenticator, Challenge};
+pub use jwt::TokenError;
 pub use principal::Principal;
+pub use settings::{AuthSettings, ScopeMap};

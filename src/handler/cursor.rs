@@ -94,10 +94,16 @@ mod tests {
         let signer = CursorSigner::new(&[9; 32]);
         let cursor = signer.encode(ListKind::Tools, 100);
         assert_eq!(signer.decode(ListKind::Prompts, &cursor), None);
-        assert_eq!(CursorSigner::new(&[8; 32]).decode(ListKind::Tools, &cursor), None);
+        assert_eq!(
+            CursorSigner::new(&[8; 32]).decode(ListKind::Tools, &cursor),
+            None
+        );
         let mut bytes = URL_SAFE_NO_PAD.decode(&cursor).unwrap();
         bytes[5] ^= 1;
-        assert_eq!(signer.decode(ListKind::Tools, &URL_SAFE_NO_PAD.encode(bytes)), None);
+        assert_eq!(
+            signer.decode(ListKind::Tools, &URL_SAFE_NO_PAD.encode(bytes)),
+            None
+        );
         for garbage in ["", "abc", "!!!!", &"A".repeat(1000)] {
             assert_eq!(signer.decode(ListKind::Tools, garbage), None);
         }

@@ -23,11 +23,11 @@ use rmcp::{
         CacheScope as RmcpCacheScope, CallToolRequestParams, CallToolResponse,
         CancelledNotificationParam, CompleteRequestParams, CompleteResult, CustomNotification,
         CustomRequest, CustomResult, DiscoverResult, GetPromptRequestParams, GetPromptResponse,
-        InitializeRequestParams, InitializeResult, ListPromptsResult,
-        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
-        PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
-        ReadResourceRequestParams, ReadResourceResponse, ServerConfig, SetLevelRequestParams,
-        SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+        InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+        ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
+        ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
+        ReadResourceResponse, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+        SubscriptionFilter, Tool, UnsubscribeRequestParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
@@ -35,7 +35,10 @@ use serde_json::Value;
 
 pub(crate) use cursor::{CursorSigner, ListKind};
 
-use crate::config::{CacheHint, CacheScope, Config};
+use crate::{
+    Principal,
+    config::{CacheHint, CacheScope, Config},
+};
 
 const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 
@@ -47,6 +50,8 @@ pub(crate) struct HostedSettings {
     pub(crate) cursors: CursorSigner,
     /// `serverInfo`, serialized once.
     pub(crate) server_info: Value,
+    /// Scope maps, when auth is on: lists show only what the caller may call.
+    pub(crate) auth: Option<crate::auth::AuthSettings>,
 }
 
 impl HostedSettings {
@@ -57,6 +62,7 @@ impl HostedSettings {
             cursors: CursorSigner::new(config.request_state_keys.signing()),
             server_info: serde_json::to_value(&info.server_info)
                 .expect("Implementation always serializes"),
+            auth: config.auth.clone(),
         }
     }
 
@@ -81,6 +87,25 @@ impl HostedSettings {
             CacheScope::Private => RmcpCacheScope::Private,
         };
         (Some(hint.ttl.as_millis() as u64), Some(scope))
+    }
+
+    /// Keeps the tools `principal` may call. Returns whether the list depends
+    /// on the principal at all (then it is `private`).
+    fn filter_tools(&self, principal: Option<&Principal>, tools: &mut Vec<Tool>) -> bool {
+        let Some(auth) = &self.auth else {
+            return false;
+        };
+        let call_scopes = auth.required_scopes("tools/call", None);
+        if auth.tool_scopes.is_empty() && call_scopes.is_empty() {
+            return false;
+        }
+        let granted = |scopes: &[String]| {
+            scopes
+                .iter()
+                .all(|s| principal.is_some_and(|p| p.has_scope(s)))
+        };
+        tools.retain(|tool| granted(&auth.required_scopes("tools/call", Some(&tool.name))));
+        true
     }
 
     /// Cuts one page out of a full list and returns the cursor of the next
@@ -274,7 +299,8 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
                 &mut result.resource_templates,
             )?;
         }
-        (result.ttl_ms, result.cache_scope) = self.settings.hint("resources/templates/list", modern);
+        (result.ttl_ms, result.cache_scope) =
+            self.settings.hint("resources/templates/list", modern);
         self.settings.stamp(&mut result.meta);
         Ok(result)
     }
@@ -344,16 +370,24 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let modern = is_modern(&context);
+        let principal = Principal::from_request(&context);
         let mut result = self
             .inner
             .list_tools(strip_cursor(&request), context)
             .await?;
+        let filtered = self
+            .settings
+            .filter_tools(principal.as_ref(), &mut result.tools);
         if result.next_cursor.is_none() {
             result.next_cursor =
                 self.settings
                     .paginate(ListKind::Tools, request.as_ref(), &mut result.tools)?;
         }
         (result.ttl_ms, result.cache_scope) = self.settings.hint("tools/list", modern);
+        if filtered && modern {
+            // The list depends on who asks: shared caches must not reuse it.
+            result.cache_scope = Some(RmcpCacheScope::Private);
+        }
         self.settings.stamp(&mut result.meta);
         Ok(result)
     }

@@ -38,7 +38,10 @@ pub(crate) fn cache_control(body: &[u8]) -> HeaderValue {
     else {
         return HeaderValue::from_static("no-store");
     };
-    let complete = result.result_type.as_deref().is_none_or(|t| t == "complete");
+    let complete = result
+        .result_type
+        .as_deref()
+        .is_none_or(|t| t == "complete");
     match (complete, result.ttl_ms, result.cache_scope.as_deref()) {
         (true, Some(ttl), Some(scope @ ("public" | "private"))) => {
             HeaderValue::from_str(&format!("{scope}, max-age={}", ttl / 1000))
@@ -63,7 +66,11 @@ pub(crate) async fn apply(response: HttpResponse) -> HttpResponse {
     }
     let (mut parts, body) = response.into_parts();
     // JSON answers are already whole in memory, so this collect does not wait.
-    let bytes: Bytes = body.collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+    let bytes: Bytes = body
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .unwrap_or_default();
     let value = cache_control(&bytes);
     if value.as_bytes().starts_with(b"private") {
         parts

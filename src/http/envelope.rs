@@ -45,6 +45,8 @@ pub(crate) enum Era {
 pub(crate) struct Checked {
     /// The JSON-RPC method; `None` never happens for requests that pass.
     pub(crate) method: String,
+    /// `params.name` of `tools/call` and `prompts/get`, `params.uri` of `resources/read`.
+    pub(crate) name: Option<String>,
     pub(crate) era: Era,
 }
 
@@ -52,10 +54,15 @@ pub(crate) struct Checked {
 pub(crate) type Refusal = (Rejection, Option<Value>);
 
 /// Checks one POST body and its headers.
+///
+/// `session_replies`: a JSON-RPC response is the client's answer to a
+/// server-to-client request inside a legacy session (sampling, elicitation);
+/// it passes to rmcp instead of being refused.
 pub(crate) fn check(
     headers: &HeaderMap,
     body: &[u8],
     supported: &[String],
+    session_replies: bool,
 ) -> Result<Checked, Refusal> {
     let value: Value = serde_json::from_slice(body).map_err(|_| (Rejection::ParseError, None))?;
     let mut object = match value {
@@ -83,11 +90,22 @@ pub(crate) fn check(
     let refuse = |rejection: Rejection| (rejection, id.clone());
 
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err(refuse(Rejection::InvalidRequest(r#"jsonrpc must be "2.0""#)));
+        return Err(refuse(Rejection::InvalidRequest(
+            r#"jsonrpc must be "2.0""#,
+        )));
     }
     let method = match object.get("method") {
         Some(Value::String(method)) => method.clone(),
         Some(_) => return Err(refuse(Rejection::InvalidRequest("method must be a string"))),
+        None if (object.contains_key("result") || object.contains_key("error"))
+            && session_replies =>
+        {
+            return Ok(Checked {
+                method: String::new(),
+                name: None,
+                era: Era::Legacy,
+            });
+        }
         None if object.contains_key("result") || object.contains_key("error") => {
             return Err(refuse(Rejection::InvalidRequest(
                 "a stateless server accepts no JSON-RPC responses",
@@ -98,8 +116,17 @@ pub(crate) fn check(
     let params = match object.get("params") {
         None => None,
         Some(Value::Object(params)) => Some(params),
-        Some(_) => return Err(refuse(Rejection::InvalidParams("params must be an object".into()))),
+        Some(_) => {
+            return Err(refuse(Rejection::InvalidParams(
+                "params must be an object".into(),
+            )));
+        }
     };
+
+    let name = name_field(&method)
+        .and_then(|field| params.and_then(|p| p.get(field)))
+        .and_then(Value::as_str)
+        .map(str::to_string);
 
     let header_version = single_header(headers, "mcp-protocol-version").map_err(&refuse)?;
     let meta = params.and_then(|p| p.get("_meta"));
@@ -113,6 +140,7 @@ pub(crate) fn check(
     if legacy || id.is_none() {
         return Ok(Checked {
             method,
+            name,
             era: if legacy { Era::Legacy } else { Era::Modern },
         });
     }
@@ -164,9 +192,7 @@ pub(crate) fn check(
         }
         Some(_) => {}
     }
-    if let Some(field) = name_field(&method)
-        && let Some(expected) = params.and_then(|p| p.get(field)).and_then(Value::as_str)
-    {
+    if let (Some(field), Some(expected)) = (name_field(&method), name.as_deref()) {
         let name = single_header(headers, "mcp-name")
             .map_err(&refuse)?
             .ok_or_else(|| {
@@ -192,6 +218,7 @@ pub(crate) fn check(
     }
     Ok(Checked {
         method,
+        name,
         era: Era::Modern,
     })
 }
@@ -222,9 +249,9 @@ fn single_header(headers: &HeaderMap, name: &'static str) -> Result<Option<Strin
     if values.next().is_some() {
         return Err(Rejection::HeaderMismatch(format!("{name} is repeated")));
     }
-    let value = value
-        .to_str()
-        .map_err(|_| Rejection::HeaderMismatch(format!("{name} must be ASCII; use =?base64?…?=")))?;
+    let value = value.to_str().map_err(|_| {
+        Rejection::HeaderMismatch(format!("{name} must be ASCII; use =?base64?…?="))
+    })?;
     Ok(Some(value.trim_matches([' ', '\t']).to_string()))
 }
 

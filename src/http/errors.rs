@@ -88,14 +88,26 @@ impl Rejection {
     fn message(&self) -> String {
         match self {
             Self::ParseError => "Parse error: the body is not valid JSON".into(),
-            Self::Batch => "Invalid Request: JSON-RPC batches are not supported; send one request per POST".into(),
+            Self::Batch => {
+                "Invalid Request: JSON-RPC batches are not supported; send one request per POST"
+                    .into()
+            }
             Self::InvalidRequest(why) => format!("Invalid Request: {why}"),
-            Self::BodyTooLarge { limit } => format!("Invalid Request: the body exceeds {limit} bytes"),
-            Self::UnsupportedMediaType => "Invalid Request: Content-Type must be application/json".into(),
-            Self::NotAcceptable => "Invalid Request: Accept must list application/json and text/event-stream".into(),
+            Self::BodyTooLarge { limit } => {
+                format!("Invalid Request: the body exceeds {limit} bytes")
+            }
+            Self::UnsupportedMediaType => {
+                "Invalid Request: Content-Type must be application/json".into()
+            }
+            Self::NotAcceptable => {
+                "Invalid Request: Accept must list application/json and text/event-stream".into()
+            }
             Self::HeaderMismatch(why) => format!("Header mismatch: {why}"),
             Self::InvalidParams(why) => format!("Invalid params: {why}"),
-            Self::UnsupportedVersion { requested, supported } => format!(
+            Self::UnsupportedVersion {
+                requested,
+                supported,
+            } => format!(
                 "Unsupported protocol version {requested:?}; this server supports MCP protocol versions: {}",
                 supported.join(", ")
             ),
@@ -105,9 +117,10 @@ impl Rejection {
 
     fn data(&self) -> Option<Value> {
         match self {
-            Self::UnsupportedVersion { requested, supported } => {
-                Some(json!({ "supported": supported, "requested": requested }))
-            }
+            Self::UnsupportedVersion {
+                requested,
+                supported,
+            } => Some(json!({ "supported": supported, "requested": requested })),
             Self::BodyTooLarge { limit } => Some(json!({ "limit": limit })),
             Self::MethodNotFound(method) => Some(json!({ "method": method })),
             _ => None,

@@ -1,9 +1,12 @@
 //! The HTTP front: routes, limits, envelope checks, refusals and cache headers.
 
 mod cache_headers;
+mod cors;
 mod envelope;
 pub mod errors;
+mod origin_secret;
 mod routes;
 
+pub(crate) use origin_secret::OriginSecretCheck;
 pub(crate) use routes::FrontSettings;
 pub use routes::McpService;

@@ -15,7 +15,6 @@ use std::{
 };
 
 use futures::future::BoxFuture;
-use tracing::Instrument as _;
 use http::{HeaderValue, Method, Request, StatusCode, header};
 use http_body::Body;
 use http_body_util::{BodyExt, Full, Limited};
@@ -25,13 +24,17 @@ use rmcp::{
         StreamableHttpService, streamable_http_server::session::local::LocalSessionManager,
     },
 };
+use tracing::Instrument as _;
 
 use super::{
     cache_headers,
     envelope::{self, Era},
     errors::{HttpResponse, Rejection, text_response},
 };
-use crate::handler::Hosted;
+use crate::{
+    auth::{Authenticator, metadata},
+    handler::Hosted,
+};
 
 /// Settings the front reads on every request, built once.
 #[derive(Debug)]
@@ -41,6 +44,12 @@ pub(crate) struct FrontSettings {
     pub(crate) legacy_sessions: bool,
     /// The versions the handler serves, for -32022 answers.
     pub(crate) supported_versions: Vec<String>,
+    /// The CDN's secret origin header; `None` = no check (`origin_secret.rs`).
+    pub(crate) origin_secret: Option<super::origin_secret::OriginSecretCheck>,
+    /// Bearer-token auth; `None` = off.
+    pub(crate) auth: Option<Arc<Authenticator>>,
+    /// Browser origins allowed (CORS and rmcp's Origin check).
+    pub(crate) allowed_origins: Vec<String>,
 }
 
 /// The whole HTTP service: routes, the MCP front, rmcp behind it.
@@ -85,7 +94,13 @@ where
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: Request<B>) -> Self::Future {
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        // Before anything else: only requests that came through the CDN, when one is configured.
+        if let Err(refusal) =
+            super::origin_secret::verify(self.front.origin_secret.as_ref(), request.headers_mut())
+        {
+            return Box::pin(async move { Ok(refusal) });
+        }
         let this = self.clone();
         // Fields, not strings; never the token or the arguments.
         let span = tracing::info_span!(
@@ -115,23 +130,41 @@ impl<H: ServerHandler> McpService<H> {
     {
         let path = request.uri().path();
         if path == self.front.path {
-            return match *request.method() {
-                Method::POST => self.mcp_post(request).await,
+            let origin = request.headers().get(header::ORIGIN).cloned();
+            let mut response = match *request.method() {
+                Method::POST => self.clone().mcp_post(request).await,
+                Method::OPTIONS => preflight(),
                 Method::GET | Method::DELETE if self.front.legacy_sessions => {
                     self.rmcp.handle(request).await
                 }
                 _ => {
-                    let mut response =
-                        text_response(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed: POST only\n");
+                    let mut response = text_response(
+                        StatusCode::METHOD_NOT_ALLOWED,
+                        "Method Not Allowed: POST only\n",
+                    );
                     response
                         .headers_mut()
                         .insert(header::ALLOW, HeaderValue::from_static("POST"));
                     response
                 }
             };
+            if let Some(origin) = origin
+                && super::cors::origin_allowed(&origin, &self.front.allowed_origins)
+            {
+                super::cors::allow(response.headers_mut(), origin);
+            }
+            return response;
         }
         match (request.method(), path) {
             (&Method::GET | &Method::HEAD, "/healthz") => text_response(StatusCode::OK, "ok\n"),
+            (&Method::GET | &Method::HEAD, path)
+                if metadata::is_metadata_path(path, &self.front.path) =>
+            {
+                match &self.front.auth {
+                    Some(auth) => metadata::document(auth.settings()),
+                    None => text_response(StatusCode::NOT_FOUND, "Not Found: auth is off\n"),
+                }
+            }
             _ => text_response(StatusCode::NOT_FOUND, "Not Found\n"),
         }
     }
@@ -165,19 +198,68 @@ impl<H: ServerHandler> McpService<H> {
             }
         };
         envelope::trim_mcp_headers(&mut parts.headers);
-        let checked = match envelope::check(&parts.headers, &body, &self.front.supported_versions) {
+        let session_replies =
+            self.front.legacy_sessions && parts.headers.contains_key("mcp-session-id");
+        let checked = match envelope::check(
+            &parts.headers,
+            &body,
+            &self.front.supported_versions,
+            session_replies,
+        ) {
             Ok(checked) => checked,
             Err((rejection, id)) => return rejection.into_response(id.as_ref()),
         };
         let span = tracing::Span::current();
         span.record("mcp.method", checked.method.as_str());
         span.record("mcp.legacy", checked.era == Era::Legacy);
+        if let Some(auth) = &self.front.auth {
+            match auth
+                .authorize(
+                    &parts.headers,
+                    &parts.uri,
+                    &checked.method,
+                    checked.name.as_deref(),
+                )
+                .await
+            {
+                Ok(Some(principal)) => {
+                    parts.extensions.insert(principal);
+                }
+                Ok(None) => {}
+                Err((challenge, required)) => {
+                    tracing::info!(?challenge, "request refused by auth");
+                    return auth.challenge_response(&challenge, &required);
+                }
+            }
+        }
         let response = self
             .rmcp
             .handle(Request::from_parts(parts, Full::new(body)))
             .await;
         cache_headers::apply(response).await
     }
+}
+
+/// The CORS preflight for browser clients; the Origin was checked by the caller.
+fn preflight() -> HttpResponse {
+    let mut response = text_response(StatusCode::NO_CONTENT, "");
+    let headers = response.headers_mut();
+    headers.insert(header::ALLOW, HeaderValue::from_static("POST, OPTIONS"));
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("POST"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static(
+            "authorization, content-type, accept, mcp-protocol-version, mcp-method, mcp-name, mcp-session-id, last-event-id",
+        ),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("600"),
+    );
+    response
 }
 
 /// `Content-Type` must be JSON; `Accept` must allow JSON and SSE. A missing
@@ -199,7 +281,8 @@ fn check_media_types(headers: &mut http::HeaderMap) -> Result<(), Rejection> {
             let essence = params.next().unwrap_or("").trim().to_ascii_lowercase();
             let refused = params.any(|p| {
                 let p = p.trim();
-                p.eq_ignore_ascii_case("q=0") || p.starts_with("q=0.0") && p.trim_end_matches('0') == "q=0."
+                p.eq_ignore_ascii_case("q=0")
+                    || p.starts_with("q=0.0") && p.trim_end_matches('0') == "q=0."
             });
             if refused {
                 continue;

@@ -1,20 +1,46 @@
 //! `lambda_http` glue: buffered answers by default, response streaming on request.
+//!
+//! Both adapters do two things around the service and nothing else:
+//!
+//! - **Paths as the client sent them.** `lambda_http` puts an API Gateway
+//!   stage in front of the path (`/prod/mcp`), which would never match
+//!   `MCP_PATH`; the adapters route on the event's own path instead (REST:
+//!   `path`; HTTP API: `rawPath` less a named stage). Function URLs and ALB
+//!   events are unchanged.
+//! - **Streaming never sends an empty body.** Under Lambda response streaming
+//!   (`InvokeMode: RESPONSE_STREAM`, API Gateway `responseTransferMode: STREAM`)
+//!   a response whose body is empty leaves the client waiting until the
+//!   function times out, so a bodiless answer (a 202 for a notification, a
+//!   204 preflight) goes out with a one-byte body (`\n`), a 204 as 200. JSON
+//!   answers go out whole in one chunk; SSE answers stream event by event,
+//!   with `X-Accel-Buffering: no` and a `:` comment every
+//!   `MCP_SSE_KEEP_ALIVE_SECS` while idle.
 
-use std::task::{Context, Poll};
+use std::{
+    convert::Infallible,
+    task::{Context, Poll},
+};
 
+use bytes::Bytes;
 use futures::future::BoxFuture;
-use http_body_util::BodyExt;
-use lambda_http::{Body as LambdaBody, Request, Response};
+use http::{HeaderValue, StatusCode, Uri, header};
+use http_body::Body as _;
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use lambda_http::{
+    Body as LambdaBody, Request, RequestExt as _, Response, request::RequestContext,
+};
 
 use crate::{Error, McpService};
 
-/// Adapts the service to buffered Lambda responses (the whole body at once).
+/// Adapts the service to buffered Lambda responses (the whole body at once):
+/// what `lambda_http::run` expects. Public so tests can send decoded events
+/// through the same path Lambda uses.
 #[derive(Clone)]
 pub struct Buffered<H>(pub McpService<H>);
 
 impl<H: rmcp::ServerHandler> tower::Service<Request> for Buffered<H> {
     type Response = Response<LambdaBody>;
-    type Error = std::convert::Infallible;
+    type Error = Infallible;
     type Future = BoxFuture<'static, Result<Self::Response, Self::Error>>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
@@ -24,6 +50,7 @@ impl<H: rmcp::ServerHandler> tower::Service<Request> for Buffered<H> {
     fn call(&mut self, request: Request) -> Self::Future {
         let mut inner = self.0.clone();
         Box::pin(async move {
+            let request = path_as_sent(request);
             let response = tower::Service::call(&mut inner, request).await?;
             let (parts, body) = response.into_parts();
             let bytes = body.collect().await?.to_bytes();
@@ -40,13 +67,181 @@ impl<H: rmcp::ServerHandler> tower::Service<Request> for Buffered<H> {
     }
 }
 
+/// Adapts the service to Lambda response streaming: what
+/// `lambda_http::run_with_streaming_response` expects.
+#[derive(Clone)]
+pub struct Streaming<H>(pub McpService<H>);
+
+/// The body of a streamed answer.
+pub(crate) type StreamingBody = BoxBody<Bytes, Infallible>;
+
+impl<H: rmcp::ServerHandler> tower::Service<Request> for Streaming<H> {
+    type Response = Response<StreamingBody>;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let mut inner = self.0.clone();
+        Box::pin(async move {
+            let request = path_as_sent(request);
+            let response = tower::Service::call(&mut inner, request).await?;
+            Ok(never_empty(response))
+        })
+    }
+}
+
+/// The one byte a bodiless answer carries under response streaming.
+const PLACEHOLDER_BODY: &[u8] = b"\n";
+
+fn never_empty(response: Response<StreamingBody>) -> Response<StreamingBody> {
+    let (mut parts, body) = response.into_parts();
+    let is_sse = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if is_sse {
+        // rmcp sets it; proxies between Lambda and the client must not hold events back.
+        parts
+            .headers
+            .insert("x-accel-buffering", HeaderValue::from_static("no"));
+        return Response::from_parts(parts, body);
+    }
+    if !(body.is_end_stream() || body.size_hint().exact() == Some(0)) {
+        return Response::from_parts(parts, body);
+    }
+    if parts.status == StatusCode::NO_CONTENT || parts.status == StatusCode::RESET_CONTENT {
+        parts.status = StatusCode::OK;
+    }
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    parts.headers.insert(
+        header::CONTENT_LENGTH,
+        HeaderValue::from(PLACEHOLDER_BODY.len()),
+    );
+    Response::from_parts(
+        parts,
+        Full::new(Bytes::from_static(PLACEHOLDER_BODY)).boxed(),
+    )
+}
+
+/// Routes on the path the client sent, without the stage `lambda_http` adds.
+fn path_as_sent(mut request: Request) -> Request {
+    let path = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV1(_)) => request.raw_http_path().to_string(),
+        Some(RequestContext::ApiGatewayV2(context)) => {
+            let raw = request.raw_http_path();
+            match context.stage.as_deref() {
+                Some(stage) if stage != "$default" => {
+                    let prefix = format!("/{stage}");
+                    match raw.strip_prefix(&prefix) {
+                        Some(rest) if rest.is_empty() => "/".to_string(),
+                        Some(rest) if rest.starts_with('/') => rest.to_string(),
+                        _ => raw.to_string(),
+                    }
+                }
+                _ => raw.to_string(),
+            }
+        }
+        _ => return request,
+    };
+    if path.is_empty() || path == request.uri().path() {
+        return request;
+    }
+    let mut parts = request.uri().clone().into_parts();
+    let path_and_query = match request.uri().query() {
+        Some(query) => format!("{path}?{query}"),
+        None => path,
+    };
+    // A raw path that is not a valid URI path keeps lambda_http's version.
+    if let Ok(path_and_query) = path_and_query.parse() {
+        parts.path_and_query = Some(path_and_query);
+        if let Ok(uri) = Uri::from_parts(parts) {
+            *request.uri_mut() = uri;
+        }
+    }
+    request
+}
+
 /// Runs the Lambda runtime loop with `service` built during INIT.
-pub(crate) async fn serve<H: rmcp::ServerHandler>(service: McpService<H>, streaming: bool) -> Result<(), Error> {
+pub(crate) async fn serve<H: rmcp::ServerHandler>(
+    service: McpService<H>,
+    streaming: bool,
+) -> Result<(), Error> {
     tracing::info!(streaming, "serving MCP on AWS Lambda");
     let result = if streaming {
-        lambda_http::run_with_streaming_response(service).await
+        lambda_http::run_with_streaming_response(Streaming(service)).await
     } else {
         lambda_http::run(Buffered(service)).await
     };
     result.map_err(|error| Error::Lambda(error.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response(
+        status: StatusCode,
+        body: &'static [u8],
+        content_type: Option<&str>,
+    ) -> Response<StreamingBody> {
+        let mut builder = Response::builder().status(status);
+        if let Some(content_type) = content_type {
+            builder = builder.header(header::CONTENT_TYPE, content_type);
+        }
+        builder
+            .body(Full::new(Bytes::from_static(body)).boxed())
+            .unwrap()
+    }
+
+    async fn bytes(response: Response<StreamingBody>) -> (StatusCode, Bytes) {
+        let (parts, body) = response.into_parts();
+        (parts.status, body.collect().await.unwrap().to_bytes())
+    }
+
+    #[tokio::test]
+    async fn streamed_202_and_204_carry_one_byte_instead_of_an_empty_body() {
+        let (status, body) = bytes(never_empty(response(StatusCode::ACCEPTED, b"", None))).await;
+        assert_eq!((status, &body[..]), (StatusCode::ACCEPTED, &b"\n"[..]));
+        let (status, body) = bytes(never_empty(response(
+            StatusCode::NO_CONTENT,
+            b"",
+            Some("text/plain"),
+        )))
+        .await;
+        assert_eq!((status, &body[..]), (StatusCode::OK, &b"\n"[..]));
+        let empty = Response::builder()
+            .status(StatusCode::ACCEPTED)
+            .body(http_body_util::Empty::new().boxed())
+            .unwrap();
+        assert_eq!(bytes(never_empty(empty)).await.1, &b"\n"[..]);
+    }
+
+    #[tokio::test]
+    async fn streamed_json_answers_pass_through_whole() {
+        let json = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+        let (status, body) = bytes(never_empty(response(
+            StatusCode::OK,
+            json,
+            Some("application/json"),
+        )))
+        .await;
+        assert_eq!((status, &body[..]), (StatusCode::OK, &json[..]));
+    }
+
+    #[test]
+    fn sse_answers_are_never_buffered_by_proxies() {
+        let sse = never_empty(response(
+            StatusCode::OK,
+            b"data: {}\n\n",
+            Some("text/event-stream"),
+        ));
+        assert_eq!(sse.headers()["x-accel-buffering"], "no");
+    }
 }

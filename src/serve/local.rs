@@ -10,14 +10,20 @@ use tower::Service as _;
 use crate::{Error, McpService};
 
 /// Serves `service` on `bind` until Ctrl-C or SIGTERM.
-pub(crate) async fn serve<H>(service: McpService<H>, bind: SocketAddr, path: &str) -> Result<(), Error>
+pub(crate) async fn serve<H>(
+    service: McpService<H>,
+    bind: SocketAddr,
+    path: &str,
+) -> Result<(), Error>
 where
     H: rmcp::ServerHandler,
 {
     let listener = TcpListener::bind(bind)
         .await
         .map_err(|source| Error::Bind { addr: bind, source })?;
-    let local = listener.local_addr().map_err(|source| Error::Bind { addr: bind, source })?;
+    let local = listener
+        .local_addr()
+        .map_err(|source| Error::Bind { addr: bind, source })?;
     tracing::info!(url = %format!("http://{local}{path}"), "serving MCP locally");
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
@@ -36,10 +42,18 @@ where
         let _ = stream.set_nodelay(true);
         let service = service.clone();
         tokio::spawn(async move {
-            let hyper_service = hyper::service::service_fn(move |request: http::Request<Incoming>| {
-                let mut service = service.clone();
-                async move { Ok::<_, Infallible>(service.call(request).await.unwrap_or_else(|never| match never {})) }
-            });
+            let hyper_service =
+                hyper::service::service_fn(move |request: http::Request<Incoming>| {
+                    let mut service = service.clone();
+                    async move {
+                        Ok::<_, Infallible>(
+                            service
+                                .call(request)
+                                .await
+                                .unwrap_or_else(|never| match never {}),
+                        )
+                    }
+                });
             if let Err(error) = http1::Builder::new()
                 .max_buf_size(64 * 1024)
                 .serve_connection(TokioIo::new(stream), hyper_service)

@@ -2,6 +2,8 @@
 //! the service in-process, exactly as the local server and Lambda do.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod jwt;
+
 use std::collections::HashMap;
 
 use bytes::Bytes;
@@ -11,8 +13,8 @@ use mcp_lambda::{App, Config, McpService};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, CallToolResponse,
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
     },
     service::RequestContext,
 };
@@ -58,9 +60,9 @@ impl ServerHandler for Fixture {
                 None,
             ));
         }
-        Ok(CallToolResponse::from(CallToolResult::success(vec![ContentBlock::text(
-            request.name.to_string(),
-        )])))
+        Ok(CallToolResponse::from(CallToolResult::success(vec![
+            ContentBlock::text(request.name.to_string()),
+        ])))
     }
 }
 
@@ -110,11 +112,18 @@ pub fn modern(id: Value, method: &str, mut params: Value) -> (Vec<(String, Strin
     params["_meta"] = meta();
     let mut headers = vec![
         ("content-type".to_string(), "application/json".to_string()),
-        ("accept".to_string(), "application/json, text/event-stream".to_string()),
+        (
+            "accept".to_string(),
+            "application/json, text/event-stream".to_string(),
+        ),
         ("mcp-protocol-version".to_string(), "2026-07-28".to_string()),
         ("mcp-method".to_string(), method.to_string()),
     ];
-    if let Some(name) = params.get("name").or(params.get("uri")).and_then(Value::as_str) {
+    if let Some(name) = params
+        .get("name")
+        .or(params.get("uri"))
+        .and_then(Value::as_str)
+    {
         headers.push(("mcp-name".to_string(), name.to_string()));
     }
     let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});

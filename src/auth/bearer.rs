@@ -1,0 +1,201 @@
+//! Bearer-token authentication and scope decisions for each MCP request.
+//!
+//! Runs after the envelope checks, so the method and tool name it decides on
+//! are the body's own — the `Mcp-Method`/`Mcp-Name` headers were already
+//! required to equal them, and cannot be used to dodge a scope check.
+
+use std::sync::Arc;
+
+use http::{HeaderMap, HeaderValue, Response, StatusCode, Uri, header};
+use http_body_util::{BodyExt, Full};
+use serde_json::json;
+
+use super::{
+    AuthSettings, Principal,
+    jwks::Jwks,
+    jwt::{self, TokenError},
+};
+use crate::http::errors::HttpResponse;
+
+/// Verifies bearer tokens locally and decides scopes.
+#[derive(Debug)]
+pub struct Authenticator {
+    settings: Arc<AuthSettings>,
+    jwks: Jwks,
+    metadata_url: String,
+}
+
+/// Why a request was refused: 401 or 403 with `WWW-Authenticate`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Challenge {
+    /// No token (401, no `error`).
+    Missing,
+    /// A token in the query string, repeated headers or a non-Bearer scheme (401, `invalid_request`).
+    InvalidRequest(&'static str),
+    /// The token failed verification (401, `invalid_token`).
+    InvalidToken(TokenError),
+    /// Valid token, missing scopes (403, `insufficient_scope`).
+    InsufficientScope,
+}
+
+impl Authenticator {
+    /// Builds the authenticator; no I/O until [`warm`](Self::warm) or the first token.
+    pub fn new(settings: Arc<AuthSettings>) -> Self {
+        let jwks = Jwks::new(&settings);
+        let metadata_url = settings.metadata_url();
+        Self {
+            settings,
+            jwks,
+            metadata_url,
+        }
+    }
+
+    /// Loads the JWKS now, so the TLS handshake and the fetch land in Lambda
+    /// INIT rather than in the first request.
+    pub async fn warm(&self) {
+        self.jwks.warm().await;
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &AuthSettings {
+        &self.settings
+    }
+
+    /// Authenticates one request for `method` (and `name` for `tools/call`).
+    /// `Ok(None)`: no token needed and none sent (`server/discover` by default).
+    pub async fn authorize(
+        &self,
+        headers: &HeaderMap,
+        uri: &Uri,
+        method: &str,
+        name: Option<&str>,
+    ) -> Result<Option<Principal>, (Challenge, Vec<String>)> {
+        let required = self.settings.required_scopes(method, name);
+        let refuse = |challenge| (challenge, required.clone());
+        if uri
+            .query()
+            .is_some_and(|q| q.split('&').any(|pair| pair.starts_with("access_token=")))
+        {
+            return Err(refuse(Challenge::InvalidRequest(
+                "tokens are accepted only in the Authorization header",
+            )));
+        }
+        let mut values = headers.get_all(header::AUTHORIZATION).iter();
+        let token = match (values.next(), values.next()) {
+            (None, _) => {
+                if method == "server/discover" && !self.settings.discover_requires_token {
+                    return Ok(None);
+                }
+                return Err(refuse(Challenge::Missing));
+            }
+            (Some(_), Some(_)) => {
+                return Err(refuse(Challenge::InvalidRequest(
+                    "send one Authorization header",
+                )));
+            }
+            (Some(value), None) => {
+                bearer_token(value, self.settings.max_token_bytes).map_err(&refuse)?
+            }
+        };
+        let parsed = jwt::parse(token, self.settings.max_token_bytes)
+            .map_err(|e| refuse(Challenge::InvalidToken(e)))?;
+        let mut keys = self.jwks.current();
+        if !jwt::has_key(&parsed, &keys) {
+            tracing::warn!(kid = ?parsed.kid.as_deref().map(|k| k.chars().take(64).collect::<String>()), "unknown signing key; refreshing JWKS");
+            keys = self.jwks.refresh().await;
+        }
+        let principal = jwt::verify(&parsed, &keys, &self.settings)
+            .map_err(|e| refuse(Challenge::InvalidToken(e)))?;
+        if !required.iter().all(|s| principal.has_scope(s)) {
+            return Err(refuse(Challenge::InsufficientScope));
+        }
+        Ok(Some(principal))
+    }
+
+    /// The refusal as an HTTP response with its `WWW-Authenticate` challenge.
+    pub fn challenge_response(&self, challenge: &Challenge, required: &[String]) -> HttpResponse {
+        let scope = if required.is_empty() {
+            self.settings.scopes_supported.join(" ")
+        } else {
+            required.join(" ")
+        };
+        let (status, error, description) = match challenge {
+            Challenge::Missing => (
+                StatusCode::UNAUTHORIZED,
+                None,
+                "a bearer token is required".to_string(),
+            ),
+            Challenge::InvalidRequest(why) => (
+                StatusCode::UNAUTHORIZED,
+                Some("invalid_request"),
+                why.to_string(),
+            ),
+            Challenge::InvalidToken(why) => (
+                StatusCode::UNAUTHORIZED,
+                Some("invalid_token"),
+                why.to_string(),
+            ),
+            Challenge::InsufficientScope => (
+                StatusCode::FORBIDDEN,
+                Some("insufficient_scope"),
+                format!("this operation needs the scopes: {scope}"),
+            ),
+        };
+        let mut value = String::from("Bearer ");
+        if let Some(error) = error {
+            value.push_str(&format!("error=\"{error}\", "));
+        }
+        if !scope.is_empty() {
+            value.push_str(&format!("scope=\"{scope}\", "));
+        }
+        value.push_str(&format!("resource_metadata=\"{}\"", self.metadata_url));
+        if error.is_some() {
+            // Quotes and backslashes cannot appear: descriptions are our own text.
+            value.push_str(&format!(
+                ", error_description=\"{}\"",
+                description.replace(['"', '\\'], "'")
+            ));
+        }
+        let body = json!({
+            "error": error.unwrap_or("unauthorized"),
+            "error_description": description,
+            "resource_metadata": self.metadata_url,
+        });
+        Response::builder()
+            .status(status)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::CACHE_CONTROL, "no-store")
+            .header(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_str(&value)
+                    .unwrap_or_else(|_| HeaderValue::from_static("Bearer")),
+            )
+            .body(Full::new(bytes::Bytes::from(body.to_string())).boxed())
+            .expect("valid response parts")
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` value (scheme case-insensitive).
+fn bearer_token(value: &HeaderValue, max_bytes: usize) -> Result<&str, Challenge> {
+    // Checked before anything else reads it: a 10 MB header costs nothing more.
+    if value.len() > max_bytes + 16 {
+        return Err(Challenge::InvalidToken(TokenError::TooLarge(max_bytes)));
+    }
+    let value = value
+        .to_str()
+        .map_err(|_| Challenge::InvalidToken(TokenError::Malformed))?;
+    let (scheme, token) = value.split_once(' ').ok_or(Challenge::InvalidRequest(
+        "use the Bearer scheme: Authorization: Bearer <token>",
+    ))?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(Challenge::InvalidRequest(
+            "use the Bearer scheme: Authorization: Bearer <token>",
+        ));
+    }
+    let token = token.trim();
+    if token.is_empty() {
+        return Err(Challenge::InvalidToken(TokenError::Malformed));
+    }
+    Ok(token)
+}

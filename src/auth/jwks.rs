@@ -1,0 +1,186 @@
+//! The issuer's signing keys: fetched during start-up, cached, refreshed on an
+//! unknown `kid` at most once per interval, and kept when the issuer is down.
+//!
+//! A warm request with a known `kid` makes no network call: it reads the
+//! cached key set through an `Arc` swap.
+
+use std::{
+    sync::{Arc, RwLock},
+    time::{Duration, Instant},
+};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper_util::{
+    client::legacy::{Client, connect::HttpConnector},
+    rt::TokioExecutor,
+};
+use serde_json::Value;
+
+use super::{AuthSettings, jwt::Jwk};
+
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+const MAX_DOCUMENT_BYTES: usize = 512 * 1024;
+
+type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>;
+
+/// The cached key set and how to refresh it.
+pub(crate) struct Jwks {
+    issuer: String,
+    configured_url: Option<String>,
+    /// The JWKS URL once known (configured, or discovered from the issuer).
+    url: tokio::sync::Mutex<Option<String>>,
+    keys: RwLock<Arc<Vec<Jwk>>>,
+    /// When the last fetch was attempted; refreshes are serialised through it.
+    last_fetch: tokio::sync::Mutex<Option<Instant>>,
+    min_refresh: Duration,
+    client: HttpsClient,
+}
+
+impl std::fmt::Debug for Jwks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Jwks")
+            .field("issuer", &self.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Jwks {
+    /// Fetches the keys now. A failure is logged, not fatal: requests retry
+    /// (rate-limited) until the issuer answers.
+    pub(crate) async fn warm(&self) {
+        match self.fetch().await {
+            Ok(count) => tracing::info!(keys = count, issuer = %self.issuer, "JWKS loaded"),
+            Err(error) => {
+                tracing::error!(%error, issuer = %self.issuer, "JWKS unavailable at start-up; tokens are refused until it loads")
+            }
+        }
+    }
+
+    pub(crate) fn new(settings: &AuthSettings) -> Self {
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_webpki_roots()
+            .https_or_http()
+            .enable_http1()
+            .build();
+        Self {
+            issuer: settings.issuer.clone(),
+            configured_url: settings.jwks_url.clone(),
+            url: tokio::sync::Mutex::new(settings.jwks_url.clone()),
+            keys: RwLock::new(Arc::new(Vec::new())),
+            last_fetch: tokio::sync::Mutex::new(None),
+            min_refresh: settings.jwks_min_refresh,
+            client: Client::builder(TokioExecutor::new()).build(connector),
+        }
+    }
+
+    /// The cached keys (no I/O).
+    pub(crate) fn current(&self) -> Arc<Vec<Jwk>> {
+        self.keys.read().expect("JWKS lock poisoned").clone()
+    }
+
+    /// Refetches if the last attempt is older than the minimum interval;
+    /// concurrent callers wait for one fetch. Returns the keys to use.
+    pub(crate) async fn refresh(&self) -> Arc<Vec<Jwk>> {
+        let mut last = self.last_fetch.lock().await;
+        if last.is_some_and(|at| at.elapsed() < self.min_refresh) {
+            return self.current();
+        }
+        *last = Some(Instant::now());
+        if let Err(error) = self.fetch_unlocked().await {
+            // Keep serving with the keys we have (stale beats none).
+            tracing::warn!(%error, "JWKS refresh failed; keeping the cached keys");
+        }
+        self.current()
+    }
+
+    async fn fetch(&self) -> Result<usize, String> {
+        let mut last = self.last_fetch.lock().await;
+        *last = Some(Instant::now());
+        self.fetch_unlocked().await
+    }
+
+    async fn fetch_unlocked(&self) -> Result<usize, String> {
+        let url = self.jwks_url().await?;
+        let document = self.get_json(&url).await?;
+        let keys: Vec<Jwk> = document
+            .get("keys")
+            .and_then(Value::as_array)
+            .ok_or_else(|| format!("{url} has no \"keys\" array"))?
+            .iter()
+            .filter_map(Jwk::from_json)
+            .collect();
+        if keys.is_empty() {
+            return Err(format!("{url} holds no RSA, P-256 or Ed25519 signing key"));
+        }
+        let count = keys.len();
+        *self.keys.write().expect("JWKS lock poisoned") = Arc::new(keys);
+        Ok(count)
+    }
+
+    async fn jwks_url(&self) -> Result<String, String> {
+        let mut url = self.url.lock().await;
+        if let Some(url) = url.as_ref() {
+            return Ok(url.clone());
+        }
+        let discovered = self.discover().await?;
+        *url = Some(discovered.clone());
+        Ok(discovered)
+    }
+
+    /// RFC 8414 metadata (path-inserted), then OpenID discovery (appended).
+    async fn discover(&self) -> Result<String, String> {
+        debug_assert!(self.configured_url.is_none());
+        let issuer = self.issuer.trim_end_matches('/');
+        let after_scheme = issuer.find("://").map_or(0, |i| i + 3);
+        let (origin, path) = match issuer[after_scheme..].find('/') {
+            Some(i) => issuer.split_at(after_scheme + i),
+            None => (issuer, ""),
+        };
+        let candidates = [
+            format!("{origin}/.well-known/oauth-authorization-server{path}"),
+            format!("{issuer}/.well-known/openid-configuration"),
+        ];
+        let mut last_error = String::new();
+        for candidate in candidates {
+            match self.get_json(&candidate).await {
+                Ok(metadata) => {
+                    if let Some(uri) = metadata.get("jwks_uri").and_then(Value::as_str) {
+                        return Ok(uri.to_string());
+                    }
+                    last_error = format!("{candidate} has no jwks_uri");
+                }
+                Err(error) => last_error = error,
+            }
+        }
+        Err(format!(
+            "cannot find the issuer's jwks_uri ({last_error}); set MCP_AUTH_JWKS_URL"
+        ))
+    }
+
+    async fn get_json(&self, url: &str) -> Result<Value, String> {
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|_| format!("{url} is not a valid URL"))?;
+        let request = http::Request::get(uri)
+            .header(http::header::ACCEPT, "application/json")
+            .body(Empty::new())
+            .map_err(|e| e.to_string())?;
+        let response = tokio::time::timeout(FETCH_TIMEOUT, self.client.request(request))
+            .await
+            .map_err(|_| format!("{url} did not answer within {FETCH_TIMEOUT:?}"))?
+            .map_err(|e| format!("{url}: {e}"))?;
+        if !response.status().is_success() {
+            return Err(format!("{url} answered {}", response.status()));
+        }
+        let body = tokio::time::timeout(
+            FETCH_TIMEOUT,
+            Limited::new(response.into_body(), MAX_DOCUMENT_BYTES).collect(),
+        )
+        .await
+        .map_err(|_| format!("{url} did not finish its body within {FETCH_TIMEOUT:?}"))?
+        .map_err(|e| format!("{url}: {e}"))?
+        .to_bytes();
+        serde_json::from_slice(&body).map_err(|_| format!("{url} did not return JSON"))
+    }
+}

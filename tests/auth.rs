@@ -1,0 +1,532 @@
+//! OAuth resource-server auth with real keys, real signatures and a real
+//! JWKS endpoint on loopback: the attack suite, scope challenges, rotation,
+//! the metadata document and scope-filtered lists.
+
+mod common;
+
+use std::sync::atomic::Ordering;
+
+use common::{jwt::*, *};
+use serde_json::{Value, json};
+
+const AUDIENCE: &str = "http://127.0.0.1:3000/mcp";
+
+struct Setup {
+    issuer: Issuer,
+    keys: Vec<TestKey>,
+    service: mcp_lambda::McpService<Fixture>,
+}
+
+async fn setup(extra: &[(&str, &str)]) -> Setup {
+    let keys = vec![
+        TestKey::rsa("rsa-1"),
+        TestKey::p256("ec-1"),
+        TestKey::ed25519("ed-1"),
+    ];
+    let issuer = Issuer::start(&keys.iter().collect::<Vec<_>>()).await;
+    let mut vars = vec![
+        ("MCP_AUTH_ISSUER", issuer.url.as_str()),
+        ("MCP_AUTH_AUDIENCE", AUDIENCE),
+        ("MCP_AUTH_TOOL_SCOPES", "echo_0=admin,*=basic"),
+        ("MCP_AUTH_JWKS_MIN_REFRESH_SECS", "3600"),
+    ];
+    vars.extend_from_slice(extra);
+    let service = service(&vars);
+    Setup {
+        issuer,
+        keys,
+        service,
+    }
+}
+
+impl Setup {
+    fn token(&self, scope: &str) -> String {
+        self.keys[0].sign(&self.issuer.claims(AUDIENCE, "alice", scope))
+    }
+}
+
+fn call(tool: &str) -> (Vec<(String, String)>, Vec<u8>) {
+    modern(json!(1), "tools/call", json!({"name": tool}))
+}
+
+fn bearer(
+    request: (Vec<(String, String)>, Vec<u8>),
+    token: &str,
+) -> (Vec<(String, String)>, Vec<u8>) {
+    with_header(request, "authorization", Some(&format!("Bearer {token}")))
+}
+
+fn challenge(a: &Answer) -> String {
+    a.header("www-authenticate")
+        .unwrap_or_else(|| panic!("no challenge: {} {}", a.status, a.text))
+        .to_string()
+}
+
+#[tokio::test]
+async fn every_algorithm_verifies_with_a_real_key() {
+    let s = setup(&[]).await;
+    for (key, alg) in [
+        (&s.keys[0], "RS256"),
+        (&s.keys[0], "PS256"),
+        (&s.keys[1], "ES256"),
+        (&s.keys[2], "EdDSA"),
+    ] {
+        let token = key.sign_with(
+            json!({"alg": alg, "kid": key.kid}),
+            &s.issuer.claims(AUDIENCE, "alice", "basic"),
+        );
+        let a = post(&s.service, bearer(call("echo_1"), &token)).await;
+        assert_eq!(a.status, 200, "{alg}: {}", a.text);
+        assert_eq!(a.json()["result"]["content"][0]["text"], "echo_1");
+    }
+}
+
+#[tokio::test]
+async fn a_missing_token_gets_401_with_the_metadata_url_and_scopes() {
+    let s = setup(&[]).await;
+    let a = post(&s.service, call("echo_1")).await;
+    assert_eq!(a.status, 401);
+    let c = challenge(&a);
+    assert!(c.starts_with("Bearer "), "{c}");
+    assert!(
+        c.contains(
+            r#"resource_metadata="http://127.0.0.1:3000/.well-known/oauth-protected-resource/mcp""#
+        ),
+        "{c}"
+    );
+    assert!(c.contains(r#"scope="basic""#), "{c}");
+    assert!(!c.contains("error="), "no error code without a token: {c}");
+}
+
+#[tokio::test]
+async fn attacks_are_answered_401_invalid_token() {
+    let s = setup(&[]).await;
+    let (rsa, ec) = (&s.keys[0], &s.keys[1]);
+    let good = s.issuer.claims(AUDIENCE, "alice", "basic");
+    let with = |patch: Value| {
+        let mut c = good.clone();
+        for (k, v) in patch.as_object().unwrap() {
+            if v.is_null() {
+                c.as_object_mut().unwrap().remove(k);
+            } else {
+                c[k] = v.clone();
+            }
+        }
+        c
+    };
+    let b64 = |v: &Value| {
+        use base64::Engine as _;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(serde_json::to_vec(v).unwrap())
+    };
+    // HS256 "signed" with the RSA public key material as the HMAC secret.
+    let hs256 = {
+        let input = format!(
+            "{}.{}",
+            b64(&json!({"alg":"HS256","kid":"rsa-1"})),
+            b64(&good)
+        );
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, rsa.jwk().to_string().as_bytes());
+        use base64::Engine as _;
+        format!(
+            "{input}.{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(ring::hmac::sign(&key, input.as_bytes()))
+        )
+    };
+    let valid = rsa.sign(&good);
+    let mut flipped = valid.clone().into_bytes();
+    let last = flipped.len() - 5;
+    flipped[last] = if flipped[last] == b'A' { b'B' } else { b'A' };
+    let cases: Vec<(&str, String)> = vec![
+        (
+            "alg none",
+            format!("{}.{}.", b64(&json!({"alg":"none"})), b64(&good)),
+        ),
+        ("HS256 with the public key", hs256),
+        (
+            "unknown kid",
+            rsa.sign_with(json!({"alg":"RS256","kid":"nope"}), &good),
+        ),
+        (
+            "kid with path and SQL",
+            rsa.sign_with(
+                json!({"alg":"RS256","kid":"../../etc/passwd' OR '1'='1"}),
+                &good,
+            ),
+        ),
+        (
+            "alg the key's kty cannot make",
+            rsa.sign_with(json!({"alg":"ES256","kid":"rsa-1"}), &good),
+        ),
+        (
+            "crit header",
+            rsa.sign_with(json!({"alg":"RS256","kid":"rsa-1","crit":["exp"]}), &good),
+        ),
+        ("expired", rsa.sign(&with(json!({"exp": now() - 3600})))),
+        (
+            "nbf in the future",
+            rsa.sign(&with(json!({"nbf": now() + 3600}))),
+        ),
+        (
+            "wrong aud",
+            rsa.sign(&with(json!({"aud": "https://other.example.com/mcp"}))),
+        ),
+        (
+            "aud array without ours",
+            rsa.sign(&with(
+                json!({"aud": ["https://a.example", "https://b.example"]}),
+            )),
+        ),
+        (
+            "wrong iss",
+            rsa.sign(&with(json!({"iss": "https://evil.example.com"}))),
+        ),
+        ("missing exp", rsa.sign(&with(json!({"exp": null})))),
+        ("missing sub", ec.sign(&with(json!({"sub": null})))),
+        ("bad signature", String::from_utf8(flipped).unwrap()),
+        ("truncated", valid[..valid.len() / 2].to_string()),
+        ("bad base64", valid.replacen('.', ".!!", 1)),
+        ("padded base64", format!("{}=", valid)),
+        ("10 MB token", "a".repeat(10 * 1024 * 1024)),
+    ];
+    for (what, token) in cases {
+        let a = post(&s.service, bearer(call("echo_1"), &token)).await;
+        assert_eq!(a.status, 401, "{what}: {}", a.text);
+        let c = challenge(&a);
+        assert!(c.contains(r#"error="invalid_token""#), "{what}: {c}");
+        assert!(c.contains("resource_metadata="), "{what}: {c}");
+        assert!(
+            !a.text.contains(&token[..token.len().min(40)]) || token.len() < 20,
+            "{what}: the token is echoed"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_audience_array_that_names_us_is_accepted_in_any_case() {
+    let s = setup(&[]).await;
+    let claims = {
+        let mut c = s.issuer.claims(AUDIENCE, "alice", "basic");
+        c["aud"] = json!(["https://other.example", "HTTP://127.0.0.1:3000/mcp/"]);
+        c
+    };
+    let a = post(&s.service, bearer(call("echo_1"), &s.keys[1].sign(&claims))).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+}
+
+#[tokio::test]
+async fn tokens_in_the_query_string_or_other_schemes_are_refused() {
+    let s = setup(&[]).await;
+    let token = s.token("basic");
+    let (headers, body) = call("echo_1");
+    let a = send(
+        &s.service,
+        "POST",
+        &format!("/mcp?access_token={token}"),
+        &headers,
+        body,
+    )
+    .await;
+    assert_eq!(a.status, 401);
+    assert!(challenge(&a).contains(r#"error="invalid_request""#));
+    let a = post(
+        &s.service,
+        with_header(
+            call("echo_1"),
+            "authorization",
+            Some(&format!("Basic {token}")),
+        ),
+    )
+    .await;
+    assert_eq!(a.status, 401);
+}
+
+#[tokio::test]
+async fn the_bearer_scheme_is_case_insensitive() {
+    let s = setup(&[]).await;
+    let a = post(
+        &s.service,
+        with_header(
+            call("echo_1"),
+            "authorization",
+            Some(&format!("bearer {}", s.token("basic"))),
+        ),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.text);
+}
+
+#[tokio::test]
+async fn insufficient_scope_is_403_naming_every_needed_scope() {
+    let s = setup(&[("MCP_AUTH_METHOD_SCOPES", "tools/call=mcp")]).await;
+    let a = post(&s.service, bearer(call("echo_0"), &s.token("basic mcp"))).await;
+    assert_eq!(a.status, 403, "{}", a.text);
+    let c = challenge(&a);
+    assert!(c.contains(r#"error="insufficient_scope""#), "{c}");
+    assert!(c.contains(r#"scope="mcp admin""#), "{c}");
+    assert!(c.contains("resource_metadata="), "{c}");
+    let a = post(&s.service, bearer(call("echo_0"), &s.token("admin mcp"))).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+}
+
+#[tokio::test]
+async fn routing_headers_cannot_dodge_a_scope_check() {
+    // Claiming server/discover (no token needed) in Mcp-Method while the body
+    // calls a tool is a header mismatch, refused before any handler runs.
+    let s = setup(&[]).await;
+    let a = post(
+        &s.service,
+        with_header(call("echo_0"), "mcp-method", Some("server/discover")),
+    )
+    .await;
+    assert_eq!((a.status.as_u16(), a.code()), (400, -32020), "{}", a.text);
+    // A lying Mcp-Name cannot borrow another tool's scopes either.
+    let a = post(
+        &s.service,
+        bearer(
+            with_header(call("echo_0"), "mcp-name", Some("echo_1")),
+            &s.token("basic"),
+        ),
+    )
+    .await;
+    assert_eq!((a.status.as_u16(), a.code()), (400, -32020), "{}", a.text);
+}
+
+#[tokio::test]
+async fn discover_is_open_by_default_and_can_require_a_token() {
+    let s = setup(&[]).await;
+    let a = post(&s.service, modern(json!(1), "server/discover", json!({}))).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    let s = setup(&[("MCP_AUTH_DISCOVER_REQUIRES_TOKEN", "true")]).await;
+    let a = post(&s.service, modern(json!(1), "server/discover", json!({}))).await;
+    assert_eq!(a.status, 401);
+}
+
+#[tokio::test]
+async fn lists_show_only_callable_tools_and_are_private() {
+    let s = setup(&[]).await;
+    let list = |token: String| {
+        post(
+            &s.service,
+            bearer(modern(json!(1), "tools/list", json!({})), &token),
+        )
+    };
+    let a = list(s.token("basic")).await;
+    let names: Vec<_> = a.json()["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["echo_1", "echo_2", "echo_3", "echo_4"]);
+    assert_eq!(a.json()["result"]["cacheScope"], "private");
+    assert!(
+        a.header("cache-control").unwrap().starts_with("private"),
+        "{:?}",
+        a.header("cache-control")
+    );
+    assert_eq!(a.header("vary"), Some("Authorization"));
+    let a = list(s.token("basic admin")).await;
+    assert_eq!(a.json()["result"]["tools"].as_array().unwrap().len(), 5);
+}
+
+#[tokio::test]
+async fn a_rotated_key_is_accepted_after_one_refresh_and_bursts_are_rate_limited() {
+    let s = setup(&[]).await;
+    // Warm: the first token loads the JWKS once.
+    assert_eq!(
+        post(&s.service, bearer(call("echo_1"), &s.token("basic")))
+            .await
+            .status,
+        200
+    );
+    let warm = s.issuer.fetches();
+    assert_eq!(warm, 1);
+    for _ in 0..20 {
+        assert_eq!(
+            post(&s.service, bearer(call("echo_1"), &s.token("basic")))
+                .await
+                .status,
+            200
+        );
+    }
+    assert_eq!(
+        s.issuer.fetches(),
+        warm,
+        "a warm request with a known kid made a network call"
+    );
+
+    // The issuer rotates to a new key.
+    let new = TestKey::ed25519("ed-2");
+    s.issuer.set_keys(&[&s.keys[0], &new]);
+    let token = new.sign(&s.issuer.claims(AUDIENCE, "alice", "basic"));
+    // The min refresh interval (1 h here) has not passed since the warm-up
+    // fetch, so the new kid cannot trigger a refetch yet …
+    assert_eq!(
+        post(&s.service, bearer(call("echo_1"), &token))
+            .await
+            .status,
+        401
+    );
+    assert_eq!(s.issuer.fetches(), warm);
+
+    // … while with a zero interval it is accepted after exactly one refresh,
+    // and a burst of unknown kids costs at most one fetch per interval.
+    let s = setup(&[("MCP_AUTH_JWKS_MIN_REFRESH_SECS", "0")]).await;
+    assert_eq!(
+        post(&s.service, bearer(call("echo_1"), &s.token("basic")))
+            .await
+            .status,
+        200
+    );
+    let new = TestKey::p256("ec-2");
+    s.issuer.set_keys(&[&s.keys[0], &new]);
+    let before = s.issuer.fetches();
+    let a = post(
+        &s.service,
+        bearer(
+            call("echo_1"),
+            &new.sign(&s.issuer.claims(AUDIENCE, "alice", "basic")),
+        ),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(s.issuer.fetches(), before + 1);
+}
+
+#[tokio::test]
+async fn a_burst_of_unknown_kids_fetches_at_most_once_per_interval() {
+    let s = setup(&[("MCP_AUTH_JWKS_MIN_REFRESH_SECS", "60")]).await;
+    let claims = s.issuer.claims(AUDIENCE, "mallory", "basic");
+    let burst = (0..50).map(|i| {
+        let token = s.keys[0].sign_with(
+            json!({"alg": "RS256", "kid": format!("unknown-{i}")}),
+            &claims,
+        );
+        let service = s.service.clone();
+        async move { post(&service, bearer(call("echo_1"), &token)).await.status }
+    });
+    let statuses = futures::future::join_all(burst).await;
+    assert!(statuses.iter().all(|s| *s == 401));
+    assert_eq!(
+        s.issuer.fetches(),
+        1,
+        "50 unknown kids cost more than one fetch"
+    );
+}
+
+#[tokio::test]
+async fn cached_keys_keep_verifying_while_the_issuer_is_down() {
+    let s = setup(&[("MCP_AUTH_JWKS_MIN_REFRESH_SECS", "0")]).await;
+    assert_eq!(
+        post(&s.service, bearer(call("echo_1"), &s.token("basic")))
+            .await
+            .status,
+        200
+    );
+    s.issuer.down.store(true, Ordering::SeqCst);
+    assert_eq!(
+        post(&s.service, bearer(call("echo_1"), &s.token("basic")))
+            .await
+            .status,
+        200
+    );
+    // An unknown kid now finds the issuer down: refused, and the cache survives.
+    let stray = TestKey::ed25519("stray");
+    let a = post(
+        &s.service,
+        bearer(
+            call("echo_1"),
+            &stray.sign(&s.issuer.claims(AUDIENCE, "alice", "basic")),
+        ),
+    )
+    .await;
+    assert_eq!(a.status, 401);
+    assert_eq!(
+        post(&s.service, bearer(call("echo_1"), &s.token("basic")))
+            .await
+            .status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn the_protected_resource_metadata_is_served_at_both_paths() {
+    let s = setup(&[("MCP_AUTH_SCOPES_SUPPORTED", "basic admin")]).await;
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let a = send(&s.service, "GET", path, &[], vec![]).await;
+        assert_eq!(a.status, 200, "{path}");
+        let doc = a.json();
+        assert_eq!(doc["resource"], AUDIENCE);
+        assert_eq!(doc["authorization_servers"], json!([s.issuer.url]));
+        assert_eq!(doc["scopes_supported"], json!(["basic", "admin"]));
+        assert_eq!(doc["bearer_methods_supported"], json!(["header"]));
+        assert!(
+            a.header("cache-control")
+                .unwrap()
+                .starts_with("public, max-age=")
+        );
+    }
+    assert_eq!(
+        send(
+            &s.service,
+            "GET",
+            "/.well-known/oauth-protected-resource/other",
+            &[],
+            vec![]
+        )
+        .await
+        .status,
+        404
+    );
+    // Auth off: no document.
+    assert_eq!(
+        send(
+            &service(&[]),
+            "GET",
+            "/.well-known/oauth-protected-resource",
+            &[],
+            vec![]
+        )
+        .await
+        .status,
+        404
+    );
+}
+
+#[tokio::test]
+async fn browsers_can_read_the_challenge() {
+    let s = setup(&[]).await;
+    let a = post(
+        &s.service,
+        with_header(call("echo_1"), "origin", Some("http://localhost:6274")),
+    )
+    .await;
+    assert_eq!(a.status, 401);
+    assert_eq!(
+        a.header("access-control-allow-origin"),
+        Some("http://localhost:6274")
+    );
+    assert!(
+        a.header("access-control-expose-headers")
+            .unwrap()
+            .contains("WWW-Authenticate")
+    );
+    let pre = send(
+        &s.service,
+        "OPTIONS",
+        "/mcp",
+        &[("origin".into(), "http://localhost:6274".into())],
+        vec![],
+    )
+    .await;
+    assert_eq!(pre.status, 204);
+    assert!(
+        pre.header("access-control-allow-headers")
+            .unwrap()
+            .contains("authorization")
+    );
+}
