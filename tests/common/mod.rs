@@ -2,6 +2,7 @@
 //! the service in-process, exactly as the local server and Lambda do.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod basket;
 pub mod jwt;
 
 use std::collections::HashMap;

@@ -1,0 +1,198 @@
+//! The basket binary on a loopback port, driven over real HTTP with MCP
+//! 2026-07-28 requests, optionally as a bearer-token user.
+
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::{Client, connect::HttpConnector};
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+
+pub const VERSION: &str = "2026-07-28";
+
+/// A fixed test key, so the server does not generate one and warn about it.
+const REQUEST_STATE_KEY: &str = "aw9C5Pf6gzD8Za8qaDXAJvlBHm0BKpbS1aXWFQoBUpE=";
+
+/// The basket binary, killed when dropped.
+pub struct Server {
+    child: Child,
+    pub addr: SocketAddr,
+    client: Client<HttpConnector, Full<Bytes>>,
+    /// Sent as `Authorization: Bearer …` when set.
+    pub token: std::sync::Mutex<Option<String>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    /// Starts the binary with `env` on a free loopback port and waits until `/healthz` answers.
+    pub async fn start(env: &[(&str, &str)]) -> Server {
+        let client = Client::builder(TokioExecutor::new()).build_http();
+        // The port is free when picked but could be taken before the child binds it: retry.
+        for _ in 0..3 {
+            let addr = free_port();
+            let mut command = Command::new(env!("CARGO_BIN_EXE_basket"));
+            for (name, _) in std::env::vars() {
+                if name.starts_with("MCP_") || name.starts_with("AWS_") {
+                    command.env_remove(name);
+                }
+            }
+            command
+                .env("MCP_BIND", addr.to_string())
+                .env("MCP_REQUEST_STATE_KEY", REQUEST_STATE_KEY)
+                .env("MCP_LOG", "warn")
+                .envs(env.iter().copied())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null());
+            let child = command.spawn().expect("spawning the basket binary");
+            let mut server = Server {
+                child,
+                addr,
+                client: client.clone(),
+                token: std::sync::Mutex::new(None),
+            };
+            if server.wait_healthy().await {
+                return server;
+            }
+        }
+        panic!("the basket binary did not become healthy on any of 3 ports");
+    }
+
+    async fn wait_healthy(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                eprintln!("basket exited early with {status}");
+                return false;
+            }
+            let request = http::Request::get(format!("http://{}/healthz", self.addr))
+                .body(Full::new(Bytes::new()))
+                .unwrap();
+            if let Ok(response) = self.client.request(request).await
+                && response.status() == 200
+            {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+
+    /// Sends one MCP request and returns the JSON-RPC response.
+    pub async fn rpc(&self, method: &str, name: Option<&str>, mut params: Value) -> Value {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": VERSION,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        let body = json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": params });
+        let mut request = http::Request::post(format!("http://{}/mcp", self.addr))
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", VERSION)
+            .header("Mcp-Method", method);
+        if let Some(name) = name {
+            request = request.header("Mcp-Name", name);
+        }
+        if let Some(token) = self.token.lock().unwrap().as_deref() {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body.to_string())))
+            .unwrap();
+        let response = self.client.request(request).await.expect("request failed");
+        let status = response.status();
+        let sse = response
+            .headers()
+            .get("content-type")
+            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let text = String::from_utf8_lossy(&bytes);
+        assert_eq!(status, 200, "{method} {name:?} answered {status}: {text}");
+        let json: Value = if sse {
+            // The last `data:` line carries the response.
+            text.lines()
+                .rev()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .find(|data| !data.trim().is_empty())
+                .map(|data| serde_json::from_str(data.trim()).unwrap())
+                .unwrap_or_else(|| panic!("no data in SSE answer to {method}: {text}"))
+        } else {
+            serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("answer to {method} is not JSON ({e}): {text}"))
+        };
+        assert_eq!(json["id"], 7, "response id for {method}: {json}");
+        json
+    }
+
+    /// Calls a tool and returns its `result`.
+    pub async fn call(&self, tool: &str, arguments: Value) -> Value {
+        let response = self
+            .rpc(
+                "tools/call",
+                Some(tool),
+                json!({ "name": tool, "arguments": arguments }),
+            )
+            .await;
+        assert!(
+            response.get("error").is_none(),
+            "{tool} gave a JSON-RPC error: {response}"
+        );
+        response["result"].clone()
+    }
+
+    /// Calls a tool that must succeed; returns its `structuredContent`, checked against the text.
+    pub async fn ok(&self, tool: &str, arguments: Value) -> Value {
+        let result = self.call(tool, arguments.clone()).await;
+        assert_ne!(
+            result["isError"], true,
+            "{tool} {arguments} failed: {result}"
+        );
+        let structured = result["structuredContent"].clone();
+        assert!(
+            structured.is_object(),
+            "{tool} has no structuredContent: {result}"
+        );
+        let text = result["content"][0]["text"].as_str().unwrap();
+        let from_text: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(from_text, structured, "text and structuredContent agree");
+        structured
+    }
+
+    /// Calls a tool that must fail as a tool result; returns its text.
+    pub async fn tool_error(&self, tool: &str, arguments: Value) -> String {
+        let result = self.call(tool, arguments.clone()).await;
+        assert_eq!(
+            result["isError"], true,
+            "{tool} {arguments} should fail: {result}"
+        );
+        result["content"][0]["text"].as_str().unwrap().to_owned()
+    }
+}
+
+pub fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("no free loopback port")
+}
+
+pub fn items(basket: &Value) -> Vec<(String, u64)> {
+    basket["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| {
+            (
+                line["sku"].as_str().unwrap().to_owned(),
+                line["quantity"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
