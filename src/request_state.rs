@@ -23,11 +23,14 @@ use crate::config::RequestStateKeys;
 /// assert_eq!(mcp_lambda::request_state::codec(&rotated).open(&sealed).unwrap(), b"step-2");
 /// ```
 pub fn codec(keys: &RequestStateKeys) -> RequestStateCodec {
-    let ring = keys
-        .all()
-        .iter()
-        .map(|key| (key_id(key), key.clone()))
-        .collect::<Vec<_>>();
+    let mut ring: Vec<(String, Vec<u8>)> = Vec::new();
+    for key in keys.all() {
+        let id = key_id(key);
+        // The same key configured twice (current = previous) is one entry.
+        if !ring.iter().any(|(existing, _)| *existing == id) {
+            ring.push((id, key.clone()));
+        }
+    }
     RequestStateCodec::new_with_keyring(key_id(keys.signing()), ring)
         .expect("keys are validated at configuration time")
 }

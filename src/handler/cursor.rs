@@ -24,10 +24,11 @@ pub(crate) enum ListKind {
     ResourceTemplates = 4,
 }
 
-/// Signs and verifies cursors.
+/// Signs with the current key and verifies with every configured key, so a
+/// key rotation does not break a client half-way through a list.
 #[derive(Clone)]
 pub(crate) struct CursorSigner {
-    key: hmac::Key,
+    keys: Vec<hmac::Key>,
 }
 
 impl std::fmt::Debug for CursorSigner {
@@ -37,14 +38,18 @@ impl std::fmt::Debug for CursorSigner {
 }
 
 impl CursorSigner {
-    /// Derives the cursor key from the request-state signing key, so cursors
-    /// and `requestState` never share a MAC key.
-    pub(crate) fn new(request_state_key: &[u8]) -> Self {
-        let master = hmac::Key::new(hmac::HMAC_SHA256, request_state_key);
-        let derived = hmac::sign(&master, b"mcp-lambda list cursor v1");
-        Self {
-            key: hmac::Key::new(hmac::HMAC_SHA256, derived.as_ref()),
-        }
+    /// Derives the cursor keys from the request-state keys (signing key
+    /// first), so cursors and `requestState` never share a MAC key.
+    pub(crate) fn new<K: AsRef<[u8]>>(request_state_keys: &[K]) -> Self {
+        let keys = request_state_keys
+            .iter()
+            .map(|key| {
+                let master = hmac::Key::new(hmac::HMAC_SHA256, key.as_ref());
+                let derived = hmac::sign(&master, b"mcp-lambda list cursor v1");
+                hmac::Key::new(hmac::HMAC_SHA256, derived.as_ref())
+            })
+            .collect();
+        Self { keys }
     }
 
     pub(crate) fn encode(&self, kind: ListKind, offset: u32) -> String {
@@ -52,7 +57,7 @@ impl CursorSigner {
         bytes.push(VERSION);
         bytes.push(kind as u8);
         bytes.extend_from_slice(&offset.to_be_bytes());
-        let tag = hmac::sign(&self.key, &bytes);
+        let tag = hmac::sign(&self.keys[0], &bytes);
         bytes.extend_from_slice(tag.as_ref());
         URL_SAFE_NO_PAD.encode(bytes)
     }
@@ -69,7 +74,10 @@ impl CursorSigner {
         }
         let (body, tag) = bytes.split_at(BODY_LEN);
         // ring compares the tag in constant time.
-        hmac::verify(&self.key, body, tag).ok()?;
+        self.keys
+            .iter()
+            .any(|key| hmac::verify(key, body, tag).is_ok())
+            .then_some(())?;
         if body[0] != VERSION || body[1] != kind as u8 {
             return None;
         }
@@ -83,19 +91,27 @@ mod tests {
 
     #[test]
     fn a_cursor_round_trips_on_any_instance_with_the_same_key() {
-        let a = CursorSigner::new(&[9; 32]);
-        let b = CursorSigner::new(&[9; 32]);
+        let a = CursorSigner::new(&[[9u8; 32]]);
+        let b = CursorSigner::new(&[[9u8; 32]]);
         let cursor = a.encode(ListKind::Tools, 200);
         assert_eq!(b.decode(ListKind::Tools, &cursor), Some(200));
     }
 
     #[test]
+    fn cursors_signed_before_a_key_rotation_still_continue() {
+        let old = CursorSigner::new(&[[1u8; 32]]);
+        let rotated = CursorSigner::new(&[[2u8; 32], [1u8; 32]]);
+        let cursor = old.encode(ListKind::Prompts, 7);
+        assert_eq!(rotated.decode(ListKind::Prompts, &cursor), Some(7));
+    }
+
+    #[test]
     fn tampered_foreign_and_garbage_cursors_are_refused() {
-        let signer = CursorSigner::new(&[9; 32]);
+        let signer = CursorSigner::new(&[[9u8; 32]]);
         let cursor = signer.encode(ListKind::Tools, 100);
         assert_eq!(signer.decode(ListKind::Prompts, &cursor), None);
         assert_eq!(
-            CursorSigner::new(&[8; 32]).decode(ListKind::Tools, &cursor),
+            CursorSigner::new(&[[8u8; 32]]).decode(ListKind::Tools, &cursor),
             None
         );
         let mut bytes = URL_SAFE_NO_PAD.decode(&cursor).unwrap();

@@ -59,7 +59,7 @@ impl HostedSettings {
         Self {
             cache: config.cache.clone(),
             page_size: config.page_size,
-            cursors: CursorSigner::new(config.request_state_keys.signing()),
+            cursors: CursorSigner::new(config.request_state_keys.all()),
             server_info: serde_json::to_value(&info.server_info)
                 .expect("Implementation always serializes"),
             auth: config.auth.clone(),
