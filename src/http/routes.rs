@@ -96,7 +96,7 @@ where
 
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
         // Before anything else: only requests that came through the CDN, when one is configured.
-        if let Err(refusal) =
+        if let Some(refusal) =
             super::origin_secret::verify(self.front.origin_secret.as_ref(), request.headers_mut())
         {
             return Box::pin(async move { Ok(refusal) });

@@ -140,7 +140,7 @@ fn path_as_sent(mut request: Request) -> Request {
                 Some(stage) if stage != "$default" => {
                     let prefix = format!("/{stage}");
                     match raw.strip_prefix(&prefix) {
-                        Some(rest) if rest.is_empty() => "/".to_string(),
+                        Some("") => "/".to_string(),
                         Some(rest) if rest.starts_with('/') => rest.to_string(),
                         _ => raw.to_string(),
                     }
