@@ -161,8 +161,15 @@ impl<H: ServerHandler> Server<H> {
 /// Installs the tracing subscriber: JSON lines on Lambda (CloudWatch adds the
 /// time), readable text locally. Tokens and tool arguments are never logged.
 pub fn init_tracing(config: &Config) {
-    let filter = tracing_subscriber::EnvFilter::try_new(&config.log_filter)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // rmcp traces whole messages (arguments included) at debug/trace; keep it
+    // at info unless MCP_LOG names rmcp explicitly.
+    let directives = if config.log_filter.contains("rmcp") {
+        config.log_filter.clone()
+    } else {
+        format!("{},rmcp=info", config.log_filter)
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(&directives)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     let _ = match config.mode {
         Mode::Lambda => builder
