@@ -558,6 +558,15 @@ impl Config {
                 }
             })?;
 
+        let log_filter = get("MCP_LOG").unwrap_or_else(|| "info".into());
+        if tracing_subscriber::EnvFilter::try_new(&log_filter).is_err() {
+            return Err(fail(
+                "MCP_LOG",
+                &log_filter,
+                "expected a tracing filter, e.g. info or mcp_lambda=debug,info",
+            ));
+        }
+
         Ok(Self {
             auth,
             lambda_streaming,
@@ -574,7 +583,7 @@ impl Config {
             request_state_keys,
             handle_ttl: Duration::from_secs(handle_ttl_secs as u64),
             legacy_sessions,
-            log_filter: get("MCP_LOG").unwrap_or_else(|| "info".into()),
+            log_filter,
         })
     }
 
@@ -685,6 +694,7 @@ mod tests {
             ("MCP_REQUEST_STATE_KEY", "c2hvcnQ=", "at least 32 bytes"),
             ("MCP_LEGACY_SESSIONS", "maybe", "true or false"),
             ("MCP_ALLOWED_ORIGINS", "example.com", "with a scheme"),
+            ("MCP_LOG", "info,[[[", "tracing filter"),
         ] {
             let err = config(&[(var, value)]).unwrap_err();
             assert_eq!(err.variable, var);
