@@ -492,7 +492,10 @@ async fn legacy_sessions_can_be_switched_on_for_local_use() {
         "protocolVersion": "2025-11-25", "capabilities":{}, "clientInfo":{"name":"old","version":"1"}}});
     let a = post(&s, (plain.clone(), serde_json::to_vec(&init).unwrap())).await;
     assert_eq!(a.status, 200, "{}", a.text);
-    let session = a.header("mcp-session-id").expect("no session minted").to_string();
+    let session = a
+        .header("mcp-session-id")
+        .expect("no session minted")
+        .to_string();
 
     // The client's answer to a server-to-client request reaches rmcp's session.
     let mut headers = plain;
