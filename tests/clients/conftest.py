@@ -1,5 +1,6 @@
 """Starts the basket example on a free loopback port for the client tests."""
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -9,18 +10,18 @@ import urllib.request
 import pytest
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def basket_url():
-    binary = os.environ["BASKET_BIN"]
-    port = _free_port()
-    env = dict(os.environ, MCP_BIND=f"127.0.0.1:{port}", MCP_LOG="warn")
-    proc = subprocess.Popen([binary], env=env)
+@contextlib.contextmanager
+def basket(**env_overrides):
+    """Runs the basket binary with `env_overrides`; yields its MCP URL."""
+    port = free_port()
+    env = dict(os.environ, MCP_BIND=f"127.0.0.1:{port}", MCP_LOG="warn", **env_overrides)
+    proc = subprocess.Popen([os.environ["BASKET_BIN"]], env=env)
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -36,6 +37,12 @@ def basket_url():
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def basket_url():
+    with basket() as url:
+        yield url
 
 
 @pytest.fixture

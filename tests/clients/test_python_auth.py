@@ -2,12 +2,8 @@
 loopback (P-256 key, JWKS over HTTP), tokens signed by PyJWT."""
 
 import json
-import os
-import socket
-import subprocess
 import threading
 import time
-import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx2
@@ -18,15 +14,11 @@ from jwt.algorithms import ECAlgorithm
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from conftest import basket, free_port
+
 pytestmark = pytest.mark.anyio
 
 AUDIENCE = "https://basket.test/mcp"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +26,7 @@ def issuer():
     key = ec.generate_private_key(ec.SECP256R1())
     jwk = json.loads(ECAlgorithm.to_jwk(key.public_key()))
     jwk["kid"] = "py-1"
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
 
     class Handler(BaseHTTPRequestHandler):
@@ -67,30 +59,12 @@ def issuer():
 @pytest.fixture(scope="module")
 def secured_basket(issuer):
     url, _ = issuer
-    port = _free_port()
-    env = dict(
-        os.environ,
-        MCP_BIND=f"127.0.0.1:{port}",
-        MCP_LOG="warn",
+    with basket(
         MCP_AUTH_ISSUER=url,
         MCP_AUTH_AUDIENCE=AUDIENCE,
         MCP_AUTH_TOOL_SCOPES="checkout=basket:write,*=basket:read",
-    )
-    proc = subprocess.Popen([os.environ["BASKET_BIN"]], env=env)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the basket server did not start")
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    ) as mcp_url:
+        yield mcp_url
 
 
 def _client(url: str, token: str) -> Client:
