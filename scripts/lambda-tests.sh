@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# The deployment checks, offline, no AWS account: lints the SAM template, builds the function
+# with cargo-lambda, runs it under `cargo lambda watch` on loopback and drives it over HTTP and
+# with `cargo lambda invoke`, then stops what it started. Ends with "lambda: N passed, M failed".
+#
+#   scripts/lambda-tests.sh          (scripts/test.sh calls it)
+#
+# Installs into $MCP_WORK (default ~/.cache/mcp-lambda-work), from PyPI:
+#   venv-lambda  cargo-lambda 1.9.2     venv-sam  aws-sam-cli 1.170.0, cfn-lint 1.58.0
+# Builds x86_64 only: the arm64 std comes from outside the package registries.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
+export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
+export AWS_REGION=us-east-1 SAM_CLI_TELEMETRY=0
+mkdir -p "$MCP_WORK"
+LOGS="$MCP_WORK/logs/lambda"
+rm -rf "$LOGS" && mkdir -p "$LOGS"
+
+passed=0
+failed=0
+failures=()
+pass() { echo "  ok   $1"; passed=$((passed + 1)); }
+fail() { echo "  FAIL $1${2:+: $2}"; failed=$((failed + 1)); failures+=("$1"); }
+check() { # check NAME CMD... : one check, output in $LOGS/NAME.log
+  if "${@:2}" >"$LOGS/$1.log" 2>&1; then pass "$1"; else fail "$1" "see $LOGS/$1.log"; tail -n 20 "$LOGS/$1.log"; fi
+}
+
+# --- tools from PyPI ----------------------------------------------------------
+venv() { # venv NAME IMPORT-CHECK PACKAGES...
+  local dir="$MCP_WORK/venv-$1"
+  if ! "$dir/bin/python" -c "$2" 2>/dev/null; then
+    rm -rf "$dir" && python3 -m venv "$dir" && "$dir/bin/pip" install -q "${@:3}" >"$LOGS/pip-$1.log" 2>&1
+  fi
+}
+echo "==> tools (cargo-lambda, aws-sam-cli, cfn-lint from PyPI)"
+venv lambda 'import importlib.metadata as m; assert m.version("cargo-lambda") == "1.9.2"' 'cargo-lambda==1.9.2'
+venv sam 'import importlib.metadata as m; assert m.version("aws-sam-cli") == "1.170.0" and m.version("cfn-lint") == "1.58.0"' \
+  'aws-sam-cli==1.170.0' 'cfn-lint==1.58.0'
+export PATH="$MCP_WORK/venv-lambda/bin:$PATH"
+SAM="$MCP_WORK/venv-sam/bin/sam"
+CFN_LINT="$MCP_WORK/venv-sam/bin/cfn-lint"
+check tools-installed bash -c "cargo lambda --version && '$SAM' --version && '$CFN_LINT' --version"
+
+# --- the template ---------------------------------------------------------------
+echo "==> template"
+templates=(template.yaml)
+for f in infra/*.yaml infra/*.yml; do [ -e "$f" ] && templates+=("$f"); done
+check cfn-lint "$CFN_LINT" "${templates[@]}"
+sam_metadata_existed=0; [ -e "$HOME/.aws-sam/metadata.json" ] && sam_metadata_existed=1
+check sam-validate-lint "$SAM" validate --lint --template template.yaml
+[ "$sam_metadata_existed" = 1 ] || rm -f "$HOME/.aws-sam/metadata.json"
+# The table has one definition, infra/handles-table.json; the template mirrors it.
+if [ -e infra/handles-table.json ]; then
+  check table-matches-infra "$MCP_WORK/venv-sam/bin/python" - <<'PY'
+import json
+from cfnlint.decode import decode
+template, errors = decode("template.yaml")
+assert not errors, errors
+table = template["Resources"]["HandlesTable"]["Properties"]
+infra = json.load(open("infra/handles-table.json"))
+def norm(items):
+    return sorted(json.dumps(i, sort_keys=True) for i in items)
+assert norm(table["AttributeDefinitions"]) == norm(infra["AttributeDefinitions"]), "AttributeDefinitions differ"
+assert norm(table["KeySchema"]) == norm(infra["KeySchema"]), "KeySchema differ"
+assert table["BillingMode"] == infra.get("BillingMode", "PAY_PER_REQUEST"), "BillingMode differs"
+ttl = infra.get("TimeToLiveSpecification") or {}
+if ttl:
+    assert table["TimeToLiveSpecification"]["AttributeName"] == ttl["AttributeName"], "TTL attribute differs"
+print("template.yaml HandlesTable matches infra/handles-table.json")
+PY
+else
+  echo "  skip table-matches-infra (no infra/handles-table.json yet)"
+fi
+
+# --- build with cargo-lambda ------------------------------------------------------
+echo "==> cargo lambda build (x86_64, debug)"
+check cargo-lambda-build cargo lambda build --compiler cargo --x86-64 --bin basket
+bootstrap="$CARGO_TARGET_DIR/lambda/basket/bootstrap"
+if [ -x "$bootstrap" ] && python3 -c 'import sys; h = open(sys.argv[1], "rb").read(20); sys.exit(not (h[:5] == b"\x7fELF\x02" and h[18] == 62))' "$bootstrap"; then
+  pass bootstrap-is-an-x86_64-elf
+else
+  fail bootstrap-is-an-x86_64-elf "$bootstrap"
+fi
+
+# --- cargo lambda watch on loopback ------------------------------------------------
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+WATCHES=()
+stop_watches() {
+  for pid in "${WATCHES[@]}"; do kill -- "-$pid" 2>/dev/null; done
+  for pid in "${WATCHES[@]}"; do wait "$pid" 2>/dev/null; done
+  WATCHES=()
+}
+trap stop_watches EXIT
+KEY="$(python3 -c 'import base64, os; print(base64.b64encode(os.urandom(32)).decode())')"
+EVENT_HOSTS="abcdefghij1234567890klmnopqrstuv.lambda-url.us-east-1.on.aws,a1b2c3d4e5.execute-api.us-east-1.amazonaws.com,f6g7h8i9j0.execute-api.us-east-1.amazonaws.com,mcp-alb-1234567890.us-east-1.elb.amazonaws.com"
+watch() { # watch PORT LOG TARGET-ARGS... ; the function's environment from WATCH_ENV (one KEY=VALUE a line)
+  sed -E 's/^([A-Z_]+)=(.*)$/\1="\2"/' <<<"$WATCH_ENV" >"$2.env"   # cargo-lambda wants values quoted
+  setsid cargo lambda watch -A 127.0.0.1 -P "$1" --env-file "$2.env" "${@:3}" >"$2" 2>&1 &
+  WATCHES+=("$!")
+}
+wait_ready() { # wait_ready PORT : the function answers /healthz (the first call compiles it)
+  local deadline=$((SECONDS + 900)) pid="${WATCHES[-1]}"
+  while [ $SECONDS -lt $deadline ] && kill -0 "$pid" 2>/dev/null; do
+    if [ "$(curl -s -m 600 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/healthz")" = 200 ]; then return 0; fi
+    sleep 1
+  done
+  return 1
+}
+only_loopback() { # only_loopback PORT : listening on 127.0.0.1 and nowhere else
+  local lines; lines="$(ss -ltnH "sport = :$1")"
+  [ -n "$lines" ] && ! grep -qv '127.0.0.1:' <<<"$lines"
+}
+
+echo "==> cargo lambda watch: the basket (buffered)"
+PORT="$(free_port)"
+WATCH_ENV="MCP_REQUEST_STATE_KEY=$KEY
+MCP_ALLOWED_HOSTS=127.0.0.1,localhost,$EVENT_HOSTS
+MCP_LOG=info"
+watch "$PORT" "$LOGS/watch-basket.log" --bin basket
+if wait_ready "$PORT"; then pass watch-basket-ready; else fail watch-basket-ready "see $LOGS/watch-basket.log"; fi
+if only_loopback "$PORT"; then pass watch-listens-on-loopback-only; else fail watch-listens-on-loopback-only "$(ss -ltnH "sport = :$PORT")"; fi
+check discover python3 scripts/lambda_client.py discover "http://127.0.0.1:$PORT/mcp"
+check tools-call python3 scripts/lambda_client.py create-basket "http://127.0.0.1:$PORT/mcp"
+for event in function_url_discover rest_v1_tools_call http_v2_tools_list alb_unsupported_version function_url_legacy_notification; do
+  check "invoke-$event" bash -c "cargo lambda invoke basket --invoke-address 127.0.0.1 --invoke-port $PORT \
+      --data-file events/$event.json > '$LOGS/invoke-$event.json' && python3 scripts/lambda_client.py check-event $event '$LOGS/invoke-$event.json'"
+done
+stop_watches
+if ! grep -q '"level":"ERROR"' "$LOGS/watch-basket.log"; then pass basket-logged-no-errors; else fail basket-logged-no-errors "$(grep '"level":"ERROR"' "$LOGS/watch-basket.log" | head -3)"; fi
+
+echo "==> cargo lambda watch: progress example (response streaming)"
+PORT="$(free_port)"
+WATCH_ENV="MCP_REQUEST_STATE_KEY=$KEY
+MCP_ALLOWED_HOSTS=127.0.0.1
+MCP_LAMBDA_STREAMING=true
+MCP_SSE_KEEP_ALIVE_SECS=1
+MCP_LOG=info"
+watch "$PORT" "$LOGS/watch-progress.log" --example progress
+if wait_ready "$PORT"; then pass watch-progress-ready; else fail watch-progress-ready "see $LOGS/watch-progress.log"; fi
+check streamed-tools-call-with-progress python3 scripts/lambda_client.py progress "http://127.0.0.1:$PORT/mcp"
+check streamed-202-is-not-empty python3 scripts/lambda_client.py notification "http://127.0.0.1:$PORT/mcp"
+stop_watches
+if ! grep -q '"level":"ERROR"' "$LOGS/watch-progress.log"; then pass streaming-logged-no-errors; else fail streaming-logged-no-errors "$(grep '"level":"ERROR"' "$LOGS/watch-progress.log" | head -3)"; fi
+
+echo
+if [ ${#failures[@]} -gt 0 ]; then echo "failing: ${failures[*]} (logs in $LOGS)"; fi
+echo "lambda: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
