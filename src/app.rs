@@ -152,7 +152,13 @@ impl<H: ServerHandler> Server<H> {
                 crate::serve::lambda::serve(self.service, self.config.lambda_streaming).await
             }
             Mode::Local => {
-                crate::serve::local::serve(self.service, self.config.bind, &self.config.path).await
+                crate::serve::local::serve(
+                    self.service,
+                    self.config.bind,
+                    &self.config.path,
+                    self.config.read_timeout,
+                )
+                .await
             }
         }
     }

@@ -18,6 +18,7 @@
 //! | `MCP_HANDLE_TTL_SECS` | `86400` | inactivity expiry of handles |
 //! | `MCP_LEGACY_SESSIONS` | `false` | in-memory sessions for 2025-era clients (local mode only) |
 //! | `MCP_LAMBDA_STREAMING` | `false` | Lambda response streaming for SSE answers |
+//! | `MCP_READ_TIMEOUT_SECS` | `30` | local server: seconds a client has to send a request's head, and then its body (slower bodies get 408; idle keep-alive connections close after it too) |
 //! | `MCP_SSE_KEEP_ALIVE_SECS` | `15` | seconds between `:` keep-alive comments on an idle SSE answer (keep it under the 30 s idle timeouts of CloudFront and edge API Gateway) |
 //! | `MCP_ORIGIN_SECRET` | none | a secret the CDN in front (CloudFront) adds to every request as a header; when set, requests without it get 403 |
 //! | `MCP_ORIGIN_SECRET_HEADER` | `x-origin-secret` | the header that carries `MCP_ORIGIN_SECRET` |
@@ -302,6 +303,9 @@ pub struct Config {
     /// Interval of `:` keep-alive comments on an idle SSE answer
     /// (`MCP_SSE_KEEP_ALIVE_SECS`).
     pub sse_keep_alive: Duration,
+    /// Local server: the time a client has to send a request's head, and
+    /// then its body (`MCP_READ_TIMEOUT_SECS`); slowloris guard.
+    pub read_timeout: Duration,
     /// The secret header a CDN in front adds (`MCP_ORIGIN_SECRET`,
     /// `MCP_ORIGIN_SECRET_HEADER`); `None` = no check.
     pub origin_secret: Option<OriginSecret>,
@@ -522,6 +526,14 @@ impl Config {
 
         let sse_keep_alive_secs = parse_number(&get, "MCP_SSE_KEEP_ALIVE_SECS", 15, 1..=300)
             .map_err(|(v, _)| fail("MCP_SSE_KEEP_ALIVE_SECS", &v, "expected whole seconds between 1 and 300, e.g. 15 (stay under the 30 s idle timeout of CloudFront)"))?;
+        let read_timeout_secs =
+            parse_number(&get, "MCP_READ_TIMEOUT_SECS", 30, 1..=3600).map_err(|(v, _)| {
+                fail(
+                    "MCP_READ_TIMEOUT_SECS",
+                    &v,
+                    "expected whole seconds between 1 and 3600, e.g. 30",
+                )
+            })?;
 
         let origin_secret = match (get("MCP_ORIGIN_SECRET"), get("MCP_ORIGIN_SECRET_HEADER")) {
             (None, None) => None,
@@ -571,6 +583,7 @@ impl Config {
             auth,
             lambda_streaming,
             sse_keep_alive: Duration::from_secs(sse_keep_alive_secs as u64),
+            read_timeout: Duration::from_secs(read_timeout_secs as u64),
             origin_secret,
             mode,
             bind,
@@ -799,5 +812,24 @@ mod tests {
                 .variable,
             "MCP_SSE_KEEP_ALIVE_SECS"
         );
+    }
+
+    #[test]
+    fn read_timeout_defaults_to_30_seconds() {
+        assert_eq!(config(&[]).unwrap().read_timeout, Duration::from_secs(30));
+        assert_eq!(
+            config(&[("MCP_READ_TIMEOUT_SECS", "2")])
+                .unwrap()
+                .read_timeout,
+            Duration::from_secs(2)
+        );
+        for bad in ["0", "3601", "soon"] {
+            assert_eq!(
+                config(&[("MCP_READ_TIMEOUT_SECS", bad)])
+                    .unwrap_err()
+                    .variable,
+                "MCP_READ_TIMEOUT_SECS"
+            );
+        }
     }
 }

@@ -12,7 +12,15 @@
 //!
 //! A request is *legacy* (2025-era, served statelessly by rmcp) when its
 //! `_meta` has no protocol version and its header is absent or names a
-//! 2025-era revision; it then passes through untouched.
+//! 2025-era revision; it then skips the header checks.
+//!
+//! Before any of that, a body that repeats a key in any object is refused
+//! (-32600): every layer must read the same request, and parsers disagree on
+//! which duplicate wins. After it, every request that passed is decoded the way
+//! rmcp will decode it, so what rmcp would refuse with a plain-text 415, or
+//! quietly turn into an unknown method (-32601) or drop (a list `cursor` of the
+//! wrong type), is refused here instead: -32600 for an unreadable message,
+//! -32602 for `params` that do not fit the method's schema.
 
 use base64::{Engine as _, engine::general_purpose::STANDARD};
 use http::HeaderMap;
@@ -65,6 +73,12 @@ pub(crate) fn check(
     session_replies: bool,
 ) -> Result<Checked, Refusal> {
     let value: Value = serde_json::from_slice(body).map_err(|_| (Rejection::ParseError, None))?;
+    if serde_json::from_slice::<UniqueKeys>(body).is_err() {
+        return Err((
+            Rejection::InvalidRequest("the body repeats a key in one of its objects"),
+            None,
+        ));
+    }
     let mut object = match value {
         Value::Object(object) => object,
         Value::Array(_) => return Err((Rejection::Batch, None)),
@@ -79,10 +93,11 @@ pub(crate) fn check(
     let id = match object.remove("id") {
         None => None,
         Some(id @ Value::String(_)) => Some(id),
-        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Some(Value::Number(n)),
+        // rmcp reads integer ids as i64.
+        Some(Value::Number(n)) if n.is_i64() => Some(Value::Number(n)),
         Some(_) => {
             return Err((
-                Rejection::InvalidRequest("id must be a string or an integer"),
+                Rejection::InvalidRequest("id must be a string or a 64-bit signed integer"),
                 None,
             ));
         }
@@ -100,6 +115,7 @@ pub(crate) fn check(
         None if (object.contains_key("result") || object.contains_key("error"))
             && session_replies =>
         {
+            decodes_like_rmcp(body, Era::Legacy, false).map_err(&refuse)?;
             return Ok(Checked {
                 method: String::new(),
                 name: None,
@@ -137,7 +153,10 @@ pub(crate) fn check(
             .as_deref()
             .is_none_or(|v| LEGACY_VERSIONS.contains(&v));
     // Notifications have no header rules at 2026-07-28; rmcp answers 202.
+    let has_params = params.is_some();
     if legacy || id.is_none() {
+        let era = if legacy { Era::Legacy } else { Era::Modern };
+        decodes_like_rmcp(body, era, has_params).map_err(&refuse)?;
         return Ok(Checked {
             method,
             name,
@@ -168,6 +187,10 @@ pub(crate) fn check(
             ))));
         }
     };
+    // ... and its optional keys must have their schema types.
+    if let Some(why) = meta.and_then(malformed_optional_meta) {
+        return Err(refuse(Rejection::InvalidParams(why)));
+    }
     // 3. Header and body must agree.
     if *meta_version != header_version {
         return Err(refuse(Rejection::HeaderMismatch(format!(
@@ -216,11 +239,161 @@ pub(crate) fn check(
     if REMOVED_METHODS.contains(&method.as_str()) {
         return Err(refuse(Rejection::MethodNotFound(method)));
     }
+    decodes_like_rmcp(body, Era::Modern, has_params).map_err(&refuse)?;
     Ok(Checked {
         method,
         name,
         era: Era::Modern,
     })
+}
+
+/// Methods rmcp decodes into a typed request. When `params` do not fit the
+/// type, rmcp 3.11 falls back to a custom request and answers -32601, as if
+/// the method did not exist.
+const TYPED_METHODS: &[&str] = &[
+    "server/discover",
+    "subscriptions/listen",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/directory/read",
+    "completion/complete",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+    "skills/list",
+    "skills/get",
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// 2026-07-28 methods: in a 2025-era request they are unknown (-32601), not malformed.
+const MODERN_ONLY_METHODS: &[&str] = &["server/discover", "subscriptions/listen"];
+
+/// Decodes the body as rmcp will. An unreadable message is -32600 (rmcp: a
+/// plain-text 415); `params` that fail the method's type are -32602 (rmcp:
+/// -32601 for most methods, and a silently dropped `cursor` for the lists).
+fn decodes_like_rmcp(body: &[u8], era: Era, has_params: bool) -> Result<(), Rejection> {
+    use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
+    let message = serde_json::from_slice::<ClientJsonRpcMessage>(body).map_err(|_| {
+        Rejection::InvalidRequest("the body is not a JSON-RPC message this server can read")
+    })?;
+    let JsonRpcMessage::Request(request) = message else {
+        return Ok(());
+    };
+    let malformed = match &request.request {
+        ClientRequest::CustomRequest(custom) => {
+            let method = custom.method.as_str();
+            TYPED_METHODS.contains(&method)
+                && (era == Era::Modern || !MODERN_ONLY_METHODS.contains(&method))
+        }
+        ClientRequest::ListToolsRequest(list) => has_params && list.params.is_none(),
+        ClientRequest::ListPromptsRequest(list) => has_params && list.params.is_none(),
+        ClientRequest::ListResourcesRequest(list) => has_params && list.params.is_none(),
+        ClientRequest::ListResourceTemplatesRequest(list) => has_params && list.params.is_none(),
+        _ => false,
+    };
+    if malformed {
+        return Err(Rejection::InvalidParams(format!(
+            "params do not match the schema of {}",
+            request.request.method()
+        )));
+    }
+    Ok(())
+}
+
+/// The logging levels of `io.modelcontextprotocol/logLevel`.
+const LOG_LEVELS: &[&str] = &[
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// Why an optional `_meta` key breaks its schema type, if one does.
+fn malformed_optional_meta(meta: &Value) -> Option<String> {
+    if let Some(info) = meta.get("io.modelcontextprotocol/clientInfo")
+        && !info.is_object()
+    {
+        return Some("_meta io.modelcontextprotocol/clientInfo must be an object".into());
+    }
+    if let Some(level) = meta.get("io.modelcontextprotocol/logLevel")
+        && !level.as_str().is_some_and(|l| LOG_LEVELS.contains(&l))
+    {
+        return Some(format!(
+            "_meta io.modelcontextprotocol/logLevel must be one of {}",
+            LOG_LEVELS.join(", ")
+        ));
+    }
+    if let Some(token) = meta.get("progressToken")
+        && !(token.is_string() || token.is_number())
+    {
+        return Some("_meta progressToken must be a string or a number".into());
+    }
+    None
+}
+
+/// Any JSON value whose objects never repeat a key (RFC 8259 §4: names SHOULD
+/// be unique; serde_json keeps the last, other parsers the first).
+struct UniqueKeys;
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(UniqueKeysVisitor)
+    }
+}
+
+struct UniqueKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
+    type Value = UniqueKeys;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_unit<E>(self) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<UniqueKeys, A::Error> {
+        while seq.next_element::<UniqueKeys>()?.is_some() {}
+        Ok(UniqueKeys)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<UniqueKeys, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key) {
+                return Err(serde::de::Error::custom("a repeated key"));
+            }
+            map.next_value::<UniqueKeys>()?;
+        }
+        Ok(UniqueKeys)
+    }
 }
 
 fn unsupported(requested: &str, supported: &[String]) -> Rejection {
@@ -285,6 +458,99 @@ pub(crate) fn trim_mcp_headers(headers: &mut HeaderMap) {
                     *value = new;
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(method: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert("mcp-protocol-version", "2026-07-28".parse().unwrap());
+        h.insert("mcp-method", method.parse().unwrap());
+        h
+    }
+
+    fn refusal(method: &str, body: &str) -> (i32, Option<Value>) {
+        let supported = ["2026-07-28".to_string()];
+        match check(&headers(method), body.as_bytes(), &supported, false) {
+            Ok(_) => panic!("accepted: {body}"),
+            Err((rejection, id)) => (rejection.json_rpc_code(), id),
+        }
+    }
+
+    const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+    #[test]
+    fn a_repeated_key_at_any_depth_is_an_invalid_request() {
+        for body in [
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list","params":{{{META}}}}}"#
+            ),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{META},"cursor":"a","cursor":"b"}}}}"#
+            ),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{META},"x":[{{"a":1,"a":1}}]}}}}"#
+            ),
+        ] {
+            assert_eq!(refusal("tools/list", &body), (-32600, None), "{body}");
+        }
+        let unique = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{META},"x":[{{"a":1}},{{"a":1}}]}}}}"#
+        );
+        assert!(
+            check(
+                &headers("tools/list"),
+                unique.as_bytes(),
+                &["2026-07-28".into()],
+                false
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn params_that_do_not_fit_the_method_are_invalid_params() {
+        for (method, params) in [
+            ("tools/call", r#""name":5"#),
+            ("tools/call", r#""name":"5","arguments":[]"#),
+            ("tools/list", r#""cursor":5"#),
+            ("prompts/get", r#""arguments":{}"#),
+        ] {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":"r","method":"{method}","params":{{{META},{params}}}}}"#
+            );
+            let mut h = headers(method);
+            h.insert("mcp-name", "5".parse().unwrap());
+            let supported = ["2026-07-28".to_string()];
+            let (rejection, id) = check(&h, body.as_bytes(), &supported, false).unwrap_err();
+            assert_eq!(rejection.json_rpc_code(), -32602, "{body}");
+            assert_eq!(id, Some(Value::from("r")));
+        }
+    }
+
+    #[test]
+    fn ids_beyond_i64_and_malformed_optional_meta_are_refused() {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":9223372036854775808,"method":"tools/list","params":{{{META}}}}}"#
+        );
+        assert_eq!(refusal("tools/list", &body), (-32600, None));
+        for extra in [
+            r#""io.modelcontextprotocol/logLevel":"loud""#,
+            r#""io.modelcontextprotocol/clientInfo":"me""#,
+            r#""progressToken":{}"#,
+        ] {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},{extra}}}}}}}"#
+            );
+            assert_eq!(
+                refusal("tools/list", &body),
+                (-32602, Some(Value::from(1))),
+                "{extra}"
+            );
         }
     }
 }

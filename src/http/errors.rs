@@ -42,6 +42,8 @@ pub enum Rejection {
     UnsupportedMediaType,
     /// `Accept` excludes JSON or SSE (406, -32600).
     NotAcceptable,
+    /// The body did not arrive within the read timeout (408, -32600).
+    RequestTimeout,
     /// A required MCP header is missing, differs from the body, or is malformed (400, -32020).
     HeaderMismatch(String),
     /// `params` or its required `_meta` fields are missing or malformed (400, -32602).
@@ -64,6 +66,7 @@ impl Rejection {
             Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::NotAcceptable => StatusCode::NOT_ACCEPTABLE,
+            Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::MethodNotFound(_) => StatusCode::NOT_FOUND,
             _ => StatusCode::BAD_REQUEST,
         }
@@ -77,7 +80,8 @@ impl Rejection {
             | Self::InvalidRequest(_)
             | Self::BodyTooLarge { .. }
             | Self::UnsupportedMediaType
-            | Self::NotAcceptable => code::INVALID_REQUEST,
+            | Self::NotAcceptable
+            | Self::RequestTimeout => code::INVALID_REQUEST,
             Self::HeaderMismatch(_) => code::HEADER_MISMATCH,
             Self::InvalidParams(_) => code::INVALID_PARAMS,
             Self::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
@@ -102,6 +106,7 @@ impl Rejection {
             Self::NotAcceptable => {
                 "Invalid Request: Accept must list application/json and text/event-stream".into()
             }
+            Self::RequestTimeout => "Invalid Request: the body did not arrive in time".into(),
             Self::HeaderMismatch(why) => format!("Header mismatch: {why}"),
             Self::InvalidParams(why) => format!("Invalid params: {why}"),
             Self::UnsupportedVersion {

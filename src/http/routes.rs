@@ -128,6 +128,20 @@ impl<H: ServerHandler> McpService<H> {
         B::Data: Send,
         B::Error: Display + Into<Box<dyn std::error::Error + Send + Sync>>,
     {
+        // RFC 9112 §3.2: more than one Host is a 400; layers that read the
+        // first and layers that read the last would see different hosts.
+        if request
+            .headers()
+            .get_all(header::HOST)
+            .iter()
+            .nth(1)
+            .is_some()
+        {
+            return text_response(
+                StatusCode::BAD_REQUEST,
+                "Bad Request: repeated Host header\n",
+            );
+        }
         let path = request.uri().path();
         if path == self.front.path {
             let origin = request.headers().get(header::ORIGIN).cloned();
@@ -192,6 +206,13 @@ impl<H: ServerHandler> McpService<H> {
         let body = match Limited::new(body, limit).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(error) if error.is::<http_body_util::LengthLimitError>() => return too_large(),
+            Err(error) if error.is::<super::deadline::ReadTimeout>() => {
+                let mut response = Rejection::RequestTimeout.into_response(None);
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                return response;
+            }
             Err(_) => {
                 return Rejection::InvalidRequest("the request body could not be read")
                     .into_response(None);
@@ -266,8 +287,11 @@ fn preflight() -> HttpResponse {
 /// `Accept` (curl, many scripts) counts as `*/*`. rmcp insists on both types
 /// being listed by name, so the header is normalised once accepted.
 fn check_media_types(headers: &mut http::HeaderMap) -> Result<(), Rejection> {
-    let json_body = headers
-        .get(header::CONTENT_TYPE)
+    // One Content-Type only (RFC 9110 §8.3): a second one could disagree.
+    let mut content_types = headers.get_all(header::CONTENT_TYPE).iter();
+    let json_body = content_types
+        .next()
+        .filter(|_| content_types.next().is_none())
         .and_then(|v| v.to_str().ok())
         .map(|v| v.split(';').next().unwrap_or("").trim())
         .is_some_and(|essence| essence.eq_ignore_ascii_case("application/json"));

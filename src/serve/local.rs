@@ -1,19 +1,28 @@
 //! A plain HTTP/1.1 server for development (`cargo run`), on loopback by default.
 
-use std::{convert::Infallible, net::SocketAddr};
+use std::{convert::Infallible, net::SocketAddr, time::Duration};
 
+use http::{HeaderValue, header};
 use hyper::{body::Incoming, server::conn::http1};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tower::Service as _;
 
-use crate::{Error, McpService};
+use crate::{Error, McpService, http::Deadline};
+
+/// The largest request head (request line and headers) accepted; more gets 431.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
 
 /// Serves `service` on `bind` until Ctrl-C or SIGTERM.
+///
+/// `read_timeout` bounds the wait for each request's head (and for the next
+/// request on an idle keep-alive connection: the connection is closed) and,
+/// separately, for its body (408): slow clients cannot hold connections open.
 pub(crate) async fn serve<H>(
     service: McpService<H>,
     bind: SocketAddr,
     path: &str,
+    read_timeout: Duration,
 ) -> Result<(), Error>
 where
     H: rmcp::ServerHandler,
@@ -43,8 +52,16 @@ where
         let service = service.clone();
         tokio::spawn(async move {
             let hyper_service =
-                hyper::service::service_fn(move |request: http::Request<Incoming>| {
+                hyper::service::service_fn(move |mut request: http::Request<Incoming>| {
                     let mut service = service.clone();
+                    // RFC 9112 §3.2.2: an absolute-form target's authority overrides Host,
+                    // so the Host check judges the host the request actually names.
+                    if let Some(authority) = request.uri().authority()
+                        && let Ok(host) = HeaderValue::from_str(authority.as_str())
+                    {
+                        request.headers_mut().insert(header::HOST, host);
+                    }
+                    let request = request.map(|body| Deadline::new(body, read_timeout));
                     async move {
                         Ok::<_, Infallible>(
                             service
@@ -55,6 +72,9 @@ where
                     }
                 });
             if let Err(error) = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(read_timeout)
+                .max_header_size(MAX_HEAD_BYTES)
                 .max_buf_size(64 * 1024)
                 .serve_connection(TokioIo::new(stream), hyper_service)
                 .await
