@@ -14,8 +14,14 @@
 //! | `MCP_MAX_BODY_BYTES` | `1048576` | request bodies above this get 413 |
 //! | `MCP_PAGE_SIZE` | `100` | items per page of `tools/list` and the other lists |
 //! | `MCP_CACHE_<METHOD>` | see [`CacheHints`] | `<ttl seconds>[,public\|private]`, e.g. `MCP_CACHE_TOOLS_LIST=300,public` |
-//! | `MCP_REQUEST_STATE_KEY` | random in local mode | base64 key, ≥ 32 bytes, that seals MRTR `requestState` and signs cursors; `MCP_REQUEST_STATE_KEY_PREVIOUS` is still accepted for verification during rotation |
+//! | `MCP_REQUEST_STATE_KEY` | random in local mode | base64 key, ≥ 32 bytes, that seals MRTR `requestState` and signs cursors; or the ARN of a Secrets Manager secret / SSM parameter holding it (read once at start-up by [`Config::load`]) |
+//! | `MCP_REQUEST_STATE_KEY_SSM_PARAMETER` | none | instead of `MCP_REQUEST_STATE_KEY`: the name of an SSM parameter (SecureString) holding the base64 key |
+//! | `MCP_REQUEST_STATE_KEY_PREVIOUS` | none | an older key (base64 or ARN) still accepted for verification during rotation; a Secrets Manager key's `AWSPREVIOUS` version is accepted too |
 //! | `MCP_HANDLE_TTL_SECS` | `86400` | inactivity expiry of handles |
+//! | `MCP_HANDLES_TABLE` | none (in memory) | the DynamoDB table (name or ARN) that keeps handles, laid out as `infra/handles-table.json` |
+//! | `MCP_AWS_CONNECT_TIMEOUT_MS` | `1000` | connecting to an AWS endpoint (DynamoDB, SSM, Secrets Manager) |
+//! | `MCP_AWS_READ_TIMEOUT_MS` | `2000` | one attempt of an AWS call, from sending to the answer |
+//! | `MCP_AWS_OPERATION_TIMEOUT_MS` | `5000` | one AWS call including the SDK's retries: the longest a handle operation can take |
 //! | `MCP_LEGACY_SESSIONS` | `false` | in-memory sessions for 2025-era clients (local mode only) |
 //! | `MCP_LAMBDA_STREAMING` | `false` | Lambda response streaming for SSE answers |
 //! | `MCP_READ_TIMEOUT_SECS` | `30` | local server: seconds a client has to send a request's head, and then its body (slower bodies get 408; idle keep-alive connections close after it too) |
@@ -24,6 +30,12 @@
 //! | `MCP_ORIGIN_SECRET_HEADER` | `x-origin-secret` | the header that carries `MCP_ORIGIN_SECRET` |
 //! | `MCP_AUTH_*` | auth off | see [`AuthSettings`](crate::auth::AuthSettings) |
 //! | `MCP_LOG` | `info` | tracing filter |
+//!
+//! The AWS endpoint, region and credentials come from the standard AWS variables
+//! (`AWS_REGION`, `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`/`AWS_SESSION_TOKEN`,
+//! `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_SSM`, `AWS_ENDPOINT_URL_SECRETS_MANAGER`,
+//! `AWS_ENDPOINT_URL`, …), read by the AWS SDK's own loader when a table or a key in AWS is
+//! configured, so the same binary talks to AWS or to a local stand-in.
 
 use std::{net::SocketAddr, time::Duration};
 
@@ -125,6 +137,28 @@ impl CacheHints {
 pub struct RequestStateKeys {
     keys: Vec<Vec<u8>>,
     generated: bool,
+    /// Keys still to fetch from AWS ([`Config::load`]); `keys` is a placeholder meanwhile.
+    pending: Vec<KeySource>,
+}
+
+/// Where one request-state key comes from, when it is not given inline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum KeySource {
+    /// Bytes given in the environment.
+    Inline(Vec<u8>),
+    /// An SSM parameter (name or ARN), read with decryption.
+    Ssm {
+        variable: &'static str,
+        name: String,
+    },
+    /// A Secrets Manager secret (ARN or name) at a version stage; an `optional` stage that does
+    /// not exist is skipped (`AWSPREVIOUS` before the first rotation).
+    SecretsManager {
+        variable: &'static str,
+        id: String,
+        stage: &'static str,
+        optional: bool,
+    },
 }
 
 impl std::fmt::Debug for RequestStateKeys {
@@ -156,6 +190,7 @@ impl RequestStateKeys {
         Ok(Self {
             keys,
             generated: false,
+            pending: Vec::new(),
         })
     }
 
@@ -169,6 +204,7 @@ impl RequestStateKeys {
         Self {
             keys: vec![key],
             generated: true,
+            pending: Vec::new(),
         }
     }
 
@@ -185,6 +221,35 @@ impl RequestStateKeys {
     /// Whether the key was generated at start-up rather than configured.
     pub fn is_generated(&self) -> bool {
         self.generated
+    }
+
+    /// The keys still to be fetched from AWS, in keyring order.
+    pub(crate) fn pending(&self) -> &[KeySource] {
+        &self.pending
+    }
+}
+
+/// Timeouts of every AWS call (DynamoDB handles, SSM, Secrets Manager), so an unreachable or
+/// hung endpoint fails the call within a bounded time instead of hanging the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AwsTimeouts {
+    /// Opening a connection, TCP and TLS (`MCP_AWS_CONNECT_TIMEOUT_MS`, default 1 s).
+    pub connect: Duration,
+    /// One attempt, from sending the request to the answer (`MCP_AWS_READ_TIMEOUT_MS`,
+    /// default 2 s).
+    pub read: Duration,
+    /// One call including the SDK's retries with backoff (`MCP_AWS_OPERATION_TIMEOUT_MS`,
+    /// default 5 s): the longest a handle operation can take. Keep it below the Lambda timeout.
+    pub operation: Duration,
+}
+
+impl Default for AwsTimeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_millis(1000),
+            read: Duration::from_millis(2000),
+            operation: Duration::from_millis(5000),
+        }
     }
 }
 
@@ -295,6 +360,11 @@ pub struct Config {
     pub request_state_keys: RequestStateKeys,
     /// Inactivity expiry of handles (`MCP_HANDLE_TTL_SECS`).
     pub handle_ttl: Duration,
+    /// The DynamoDB table that keeps handles (`MCP_HANDLES_TABLE`); `None` = in memory.
+    pub handles_table: Option<String>,
+    /// Timeouts of AWS calls (`MCP_AWS_CONNECT_TIMEOUT_MS`, `MCP_AWS_READ_TIMEOUT_MS`,
+    /// `MCP_AWS_OPERATION_TIMEOUT_MS`).
+    pub aws_timeouts: AwsTimeouts,
     /// In-memory sessions for legacy clients (`MCP_LEGACY_SESSIONS`, local only).
     pub legacy_sessions: bool,
     /// Lambda response streaming for SSE answers (`MCP_LAMBDA_STREAMING`);
@@ -355,6 +425,60 @@ impl Config {
     /// assert_eq!(err.variable, "MCP_PAGE_SIZE");
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let config = Self::read(lookup)?;
+        if let Some(source) = config.request_state_keys.pending().first() {
+            let (variable, value) = match source {
+                KeySource::Ssm { variable, name } => (*variable, name.clone()),
+                KeySource::SecretsManager { variable, id, .. } => (*variable, id.clone()),
+                KeySource::Inline(_) => unreachable!("inline keys are never pending"),
+            };
+            return Err(ConfigError {
+                variable,
+                value,
+                reason: "names a key kept in AWS, fetched at start-up: read the configuration with `Config::load().await` instead of `Config::from_env()`".into(),
+            });
+        }
+        Ok(config)
+    }
+
+    /// Reads the configuration from the process environment and fetches the request-state
+    /// key(s) it names in SSM Parameter Store or Secrets Manager (one call each, at start-up:
+    /// Lambda INIT). With no key in AWS this is [`Config::from_env`] and makes no call.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), mcp_lambda::Error> {
+    /// // MCP_REQUEST_STATE_KEY_SSM_PARAMETER=/mcp/request-state-key
+    /// let config = mcp_lambda::Config::load().await?;
+    /// assert!(!config.request_state_keys.is_generated());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the variable when a value is unusable or a key cannot be
+    /// fetched (missing parameter, no permission, unreachable endpoint, not base64 of ≥ 32 bytes).
+    pub async fn load() -> Result<Self, ConfigError> {
+        Self::load_from_lookup(|name| std::env::var(name).ok()).await
+    }
+
+    /// [`Config::load`] through `lookup` for the `MCP_*` variables. The AWS endpoint, region
+    /// and credentials still come from the process environment (the AWS SDK's loader).
+    pub async fn load_from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let mut config = Self::read(lookup)?;
+        if !config.request_state_keys.pending().is_empty() {
+            config.request_state_keys = crate::aws::fetch_request_state_keys(
+                config.request_state_keys.pending(),
+                &config.aws_timeouts,
+            )
+            .await?;
+        }
+        Ok(config)
+    }
+
+    fn read(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let fail = |variable: &'static str, value: &str, reason: &str| ConfigError {
             variable,
@@ -485,31 +609,35 @@ impl Config {
             }
         }
 
-        let request_state_keys = match get("MCP_REQUEST_STATE_KEY") {
+        let request_state_keys = read_request_state_keys(&get, mode)?;
+
+        let handles_table = match get("MCP_HANDLES_TABLE") {
+            Some(v) if valid_table(v.trim()) => Some(v.trim().to_string()),
             Some(v) => {
-                let mut keys = vec![decode_key(&v).ok_or_else(|| ConfigError {
-                    variable: "MCP_REQUEST_STATE_KEY",
-                    value: "<redacted>".into(),
-                    reason: "expected standard base64 of at least 32 bytes, e.g. the output of `openssl rand -base64 32`".into(),
-                })?];
-                if let Some(prev) = get("MCP_REQUEST_STATE_KEY_PREVIOUS") {
-                    keys.push(decode_key(&prev).ok_or_else(|| ConfigError {
-                        variable: "MCP_REQUEST_STATE_KEY_PREVIOUS",
-                        value: "<redacted>".into(),
-                        reason: "expected standard base64 of at least 32 bytes".into(),
-                    })?);
-                }
-                RequestStateKeys::new(keys).expect("lengths checked above")
-            }
-            None if mode == Mode::Lambda => {
                 return Err(fail(
-                    "MCP_REQUEST_STATE_KEY",
-                    "",
-                    "must be set on Lambda so every instance seals and opens requestState and cursors with the same key; generate one with `openssl rand -base64 32`",
+                    "MCP_HANDLES_TABLE",
+                    &v,
+                    "expected a DynamoDB table name (3 to 255 of A-Z a-z 0-9 _ - .) or a table ARN, e.g. mcp-handles",
                 ));
             }
-            None => RequestStateKeys::generate(),
+            None => None,
         };
+        let mut aws_timeouts = AwsTimeouts::default();
+        for (variable, slot) in [
+            ("MCP_AWS_CONNECT_TIMEOUT_MS", &mut aws_timeouts.connect),
+            ("MCP_AWS_READ_TIMEOUT_MS", &mut aws_timeouts.read),
+            ("MCP_AWS_OPERATION_TIMEOUT_MS", &mut aws_timeouts.operation),
+        ] {
+            let default = slot.as_millis() as usize;
+            let ms = parse_number(&get, variable, default, 1..=600_000).map_err(|(v, _)| {
+                fail(
+                    variable,
+                    &v,
+                    "expected whole milliseconds between 1 and 600000, e.g. 1000",
+                )
+            })?;
+            *slot = Duration::from_millis(ms as u64);
+        }
 
         let legacy_sessions = parse_bool(&get, "MCP_LEGACY_SESSIONS")
             .map_err(|v| fail("MCP_LEGACY_SESSIONS", &v, "expected true or false"))?;
@@ -595,6 +723,8 @@ impl Config {
             cache,
             request_state_keys,
             handle_ttl: Duration::from_secs(handle_ttl_secs as u64),
+            handles_table,
+            aws_timeouts,
             legacy_sessions,
             log_filter,
         })
@@ -665,6 +795,156 @@ fn parse_cache_hint(value: &str, default_scope: CacheScope) -> Option<CacheHint>
         ttl: Duration::from_secs(secs),
         scope,
     })
+}
+
+/// `MCP_REQUEST_STATE_KEY[_SSM_PARAMETER]` and `MCP_REQUEST_STATE_KEY_PREVIOUS`: inline keys, or
+/// keys to fetch from AWS at start-up.
+fn read_request_state_keys(
+    get: &impl Fn(&str) -> Option<String>,
+    mode: Mode,
+) -> Result<RequestStateKeys, ConfigError> {
+    const KEY: &str = "MCP_REQUEST_STATE_KEY";
+    const SSM: &str = "MCP_REQUEST_STATE_KEY_SSM_PARAMETER";
+    const PREVIOUS: &str = "MCP_REQUEST_STATE_KEY_PREVIOUS";
+    let current = match (get(KEY), get(SSM)) {
+        (Some(_), Some(name)) => {
+            return Err(ConfigError {
+                variable: SSM,
+                value: name,
+                reason: format!("set either {KEY} or {SSM}, not both"),
+            });
+        }
+        (Some(value), None) => key_source(KEY, &value)?,
+        (None, Some(name)) => {
+            let name = name.trim();
+            let valid = if name.starts_with("arn:") {
+                parse_arn(name).is_some_and(|(service, _)| service == "ssm")
+            } else {
+                !name.is_empty()
+                    && name.len() <= 2048
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"_.-/".contains(&b))
+            };
+            if !valid {
+                return Err(ConfigError {
+                    variable: SSM,
+                    value: name.into(),
+                    reason: "expected an SSM parameter name or ARN, e.g. /mcp/request-state-key"
+                        .into(),
+                });
+            }
+            KeySource::Ssm {
+                variable: SSM,
+                name: name.into(),
+            }
+        }
+        (None, None) => {
+            if get(PREVIOUS).is_some() {
+                return Err(ConfigError {
+                    variable: PREVIOUS,
+                    value: "<redacted>".into(),
+                    reason: format!("only verifies alongside a current key: set {KEY} too"),
+                });
+            }
+            if mode == Mode::Lambda {
+                return Err(ConfigError {
+                    variable: KEY,
+                    value: String::new(),
+                    reason: "must be set on Lambda so every instance seals and opens requestState and cursors with the same key: a base64 key (`openssl rand -base64 32`), a Secrets Manager secret ARN, or use MCP_REQUEST_STATE_KEY_SSM_PARAMETER".into(),
+                });
+            }
+            return Ok(RequestStateKeys::generate());
+        }
+    };
+    let mut sources = vec![current.clone()];
+    if let KeySource::SecretsManager { variable, id, .. } = &current {
+        // The standard rotation flow: AWSPREVIOUS still verifies after a rotation.
+        sources.push(KeySource::SecretsManager {
+            variable,
+            id: id.clone(),
+            stage: "AWSPREVIOUS",
+            optional: true,
+        });
+    }
+    if let Some(previous) = get(PREVIOUS) {
+        sources.push(key_source(PREVIOUS, &previous)?);
+    }
+    if sources.iter().all(|s| matches!(s, KeySource::Inline(_))) {
+        let keys = sources
+            .into_iter()
+            .filter_map(|s| match s {
+                KeySource::Inline(key) => Some(key),
+                _ => None,
+            })
+            .collect();
+        return Ok(RequestStateKeys::new(keys).expect("lengths checked when decoded"));
+    }
+    let mut keys = RequestStateKeys::generate();
+    keys.generated = false;
+    keys.pending = sources;
+    Ok(keys)
+}
+
+/// A key given as base64, or as the ARN of a Secrets Manager secret or SSM parameter.
+fn key_source(variable: &'static str, value: &str) -> Result<KeySource, ConfigError> {
+    let value = value.trim();
+    if value.starts_with("arn:") {
+        return match parse_arn(value) {
+            Some(("secretsmanager", resource)) if resource.starts_with("secret:") => {
+                Ok(KeySource::SecretsManager {
+                    variable,
+                    id: value.into(),
+                    stage: "AWSCURRENT",
+                    optional: false,
+                })
+            }
+            Some(("ssm", resource)) if resource.starts_with("parameter/") => Ok(KeySource::Ssm {
+                variable,
+                name: value.into(),
+            }),
+            _ => Err(ConfigError {
+                variable,
+                value: value.into(),
+                reason: "expected a Secrets Manager secret ARN (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME) or an SSM parameter ARN (arn:aws:ssm:REGION:ACCOUNT:parameter/NAME)".into(),
+            }),
+        };
+    }
+    decode_key(value)
+        .map(KeySource::Inline)
+        .ok_or_else(|| ConfigError {
+            variable,
+            value: "<redacted>".into(),
+            reason: "expected standard base64 of at least 32 bytes, e.g. the output of `openssl rand -base64 32`, or the ARN of a Secrets Manager secret or SSM parameter holding it".into(),
+        })
+}
+
+/// `arn:PARTITION:SERVICE:REGION:ACCOUNT:RESOURCE` → (service, resource).
+pub(crate) fn parse_arn(arn: &str) -> Option<(&str, &str)> {
+    let mut parts = arn.splitn(6, ':');
+    let (prefix, partition, service, region, _account, resource) = (
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+    );
+    (prefix == "arn" && !partition.is_empty() && !region.is_empty() && !resource.is_empty())
+        .then_some((service, resource))
+}
+
+/// A DynamoDB table name, or a table ARN.
+fn valid_table(value: &str) -> bool {
+    if value.starts_with("arn:") {
+        return parse_arn(value).is_some_and(|(service, resource)| {
+            service == "dynamodb" && resource.strip_prefix("table/").is_some_and(valid_table)
+        });
+    }
+    (3..=255).contains(&value.len())
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
 }
 
 fn decode_key(value: &str) -> Option<Vec<u8>> {
@@ -831,5 +1111,139 @@ mod tests {
                 "MCP_READ_TIMEOUT_SECS"
             );
         }
+    }
+
+    #[test]
+    fn handles_table_selects_dynamodb_and_is_validated() {
+        assert_eq!(config(&[]).unwrap().handles_table, None);
+        for good in [
+            "mcp-handles",
+            "a.b_c-1",
+            "arn:aws:dynamodb:eu-west-1:123456789012:table/mcp-handles",
+        ] {
+            let c = config(&[("MCP_HANDLES_TABLE", good)]).unwrap();
+            assert_eq!(c.handles_table.as_deref(), Some(good));
+        }
+        for bad in [
+            "ab",
+            "has space",
+            "tab/le",
+            "arn:aws:s3:::bucket",
+            "arn:aws:dynamodb:eu-west-1:1:index/x",
+        ] {
+            let err = config(&[("MCP_HANDLES_TABLE", bad)]).unwrap_err();
+            assert_eq!(err.variable, "MCP_HANDLES_TABLE", "{bad}");
+            assert!(err.to_string().contains("table name"), "{err}");
+        }
+    }
+
+    #[test]
+    fn aws_timeouts_default_and_parse_milliseconds() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.aws_timeouts, AwsTimeouts::default());
+        assert_eq!(c.aws_timeouts.connect, Duration::from_secs(1));
+        let c = config(&[
+            ("MCP_AWS_CONNECT_TIMEOUT_MS", "250"),
+            ("MCP_AWS_READ_TIMEOUT_MS", "750"),
+            ("MCP_AWS_OPERATION_TIMEOUT_MS", "1500"),
+        ])
+        .unwrap();
+        assert_eq!(c.aws_timeouts.connect, Duration::from_millis(250));
+        assert_eq!(c.aws_timeouts.read, Duration::from_millis(750));
+        assert_eq!(c.aws_timeouts.operation, Duration::from_millis(1500));
+        for var in [
+            "MCP_AWS_CONNECT_TIMEOUT_MS",
+            "MCP_AWS_READ_TIMEOUT_MS",
+            "MCP_AWS_OPERATION_TIMEOUT_MS",
+        ] {
+            for bad in ["0", "1s", "600001"] {
+                let err = config(&[(var, bad)]).unwrap_err();
+                assert_eq!(err.variable, var);
+                assert!(err.to_string().contains("milliseconds"), "{err}");
+            }
+        }
+    }
+
+    #[test]
+    fn request_state_keys_in_aws_need_config_load() {
+        let ssm = config(&[("MCP_REQUEST_STATE_KEY_SSM_PARAMETER", "/mcp/state-key")]).unwrap_err();
+        assert_eq!(ssm.variable, "MCP_REQUEST_STATE_KEY_SSM_PARAMETER");
+        assert!(ssm.to_string().contains("Config::load"), "{ssm}");
+        let arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:mcp-key-AbCdEf";
+        let sm = config(&[("MCP_REQUEST_STATE_KEY", arn)]).unwrap_err();
+        assert_eq!(sm.variable, "MCP_REQUEST_STATE_KEY");
+        assert!(sm.to_string().contains("Config::load"), "{sm}");
+
+        // What load() would fetch, in keyring order.
+        let keys = read_request_state_keys(
+            &|name: &str| match name {
+                "MCP_REQUEST_STATE_KEY" => Some(arn.to_string()),
+                "MCP_REQUEST_STATE_KEY_PREVIOUS" => {
+                    Some("arn:aws:ssm:eu-west-1:123456789012:parameter/mcp/old".to_string())
+                }
+                _ => None,
+            },
+            Mode::Lambda,
+        )
+        .unwrap();
+        assert!(!keys.is_generated());
+        let stages: Vec<_> = keys
+            .pending()
+            .iter()
+            .map(|s| match s {
+                KeySource::SecretsManager {
+                    stage, optional, ..
+                } => format!("sm:{stage}:{optional}"),
+                KeySource::Ssm { name, .. } => format!("ssm:{name}"),
+                KeySource::Inline(_) => "inline".into(),
+            })
+            .collect();
+        assert_eq!(
+            stages,
+            [
+                "sm:AWSCURRENT:false",
+                "sm:AWSPREVIOUS:true",
+                "ssm:arn:aws:ssm:eu-west-1:123456789012:parameter/mcp/old"
+            ]
+        );
+    }
+
+    #[test]
+    fn request_state_key_sources_are_checked_and_named() {
+        let key = base64::engine::general_purpose::STANDARD.encode([1u8; 32]);
+        let both = config(&[
+            ("MCP_REQUEST_STATE_KEY", &key),
+            ("MCP_REQUEST_STATE_KEY_SSM_PARAMETER", "/mcp/key"),
+        ])
+        .unwrap_err();
+        assert_eq!(both.variable, "MCP_REQUEST_STATE_KEY_SSM_PARAMETER");
+        assert!(both.to_string().contains("not both"), "{both}");
+
+        let lonely = config(&[("MCP_REQUEST_STATE_KEY_PREVIOUS", &key)]).unwrap_err();
+        assert_eq!(lonely.variable, "MCP_REQUEST_STATE_KEY_PREVIOUS");
+        assert!(!lonely.to_string().contains(&key));
+
+        for bad in [
+            "arn:aws:s3:::bucket",
+            "arn:aws:secretsmanager:eu-west-1:1:other:x",
+        ] {
+            let err = config(&[("MCP_REQUEST_STATE_KEY", bad)]).unwrap_err();
+            assert_eq!(err.variable, "MCP_REQUEST_STATE_KEY");
+            assert!(
+                err.to_string().contains("Secrets Manager secret ARN"),
+                "{err}"
+            );
+        }
+        let err =
+            config(&[("MCP_REQUEST_STATE_KEY_SSM_PARAMETER", "no spaces please")]).unwrap_err();
+        assert_eq!(err.variable, "MCP_REQUEST_STATE_KEY_SSM_PARAMETER");
+
+        // The Lambda requirement is met by a key in AWS too.
+        let keys = read_request_state_keys(
+            &|name: &str| (name == "MCP_REQUEST_STATE_KEY_SSM_PARAMETER").then(|| "/k".into()),
+            Mode::Lambda,
+        )
+        .unwrap();
+        assert_eq!(keys.pending().len(), 1);
     }
 }

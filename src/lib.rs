@@ -33,6 +33,7 @@
 
 pub mod app;
 pub mod auth;
+pub mod aws;
 pub mod config;
 mod error;
 pub(crate) mod handler;

@@ -2,8 +2,10 @@
 //!
 //! Run with: `cargo run --release` (serves http://127.0.0.1:3000/mcp, in-memory baskets, auth
 //! off). `MCP_BIND` changes the address and `MCP_HANDLE_TTL_SECS` how long an idle basket lives
-//! (default 86400, 24 h). On Lambda the same binary reads its settings from the function's
-//! environment.
+//! (default 86400, 24 h). `MCP_HANDLES_TABLE` keeps baskets in DynamoDB instead of memory
+//! (endpoint, region and credentials from the standard AWS variables, e.g.
+//! `AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000` for DynamoDB Local). On Lambda the same
+//! binary reads its settings from the function's environment.
 //!
 //! ```text
 //! curl -s http://127.0.0.1:3000/mcp \
@@ -25,7 +27,9 @@ use tools::Basket;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let config = mcp_lambda::Config::from_env()?;
+    // Reads every MCP_* variable, and fetches the request-state key if it is kept in SSM or
+    // Secrets Manager: once, here, during Lambda INIT.
+    let config = mcp_lambda::Config::load().await?;
     mcp_lambda::init_tracing(&config);
     let handles = mcp_lambda::handles::from_config(&config).await?;
     let basket = Basket::new(handles, config.handle_ttl);

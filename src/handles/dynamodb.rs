@@ -1,0 +1,622 @@
+//! The DynamoDB backend: durable handles shared by every Lambda instance.
+//!
+//! One item per handle, in a table laid out as `infra/handles-table.json` (partition key `pk`,
+//! on-demand billing, TTL on `expires_at`):
+//!
+//! | attribute | type | meaning |
+//! |---|---|---|
+//! | `pk` | S | `h#<uuid>` |
+//! | `owner` | S | the owner key; anyone else gets `NotFound` |
+//! | `kind` | S | the tool's label (`basket`) |
+//! | `data` | S | the tool's state, compact JSON (≤ [`MAX_DATA_BYTES`](super::MAX_DATA_BYTES)) |
+//! | `version` | N | 1 at creation, +1 per update |
+//! | `created_at` | N | epoch milliseconds |
+//! | `expires_at` | N | epoch **seconds**, rounded up: the table's TTL attribute, for the sweeper |
+//! | `expires_at_ms` | N | epoch milliseconds: the expiry every operation checks |
+//! | `write_id` | S | a random token per create/update, so a retried write that already landed is recognised instead of reported as a conflict |
+//!
+//! Exactly one DynamoDB request per operation:
+//!
+//! | operation | request | condition |
+//! |---|---|---|
+//! | create | `PutItem` | `attribute_not_exists(pk)` |
+//! | get | `GetItem`, strongly consistent | owner and expiry checked on the item read |
+//! | update | `UpdateItem`, `ReturnValues=ALL_NEW` | owner, `expires_at_ms > now`, `version = expected` |
+//! | touch | `UpdateItem`, `ReturnValues=ALL_NEW` | owner, `expires_at_ms > now` |
+//! | delete | `DeleteItem` | owner, `expires_at_ms > now` (and `version = expected` if given) |
+//!
+//! Conditional writes ask for the old item on failure
+//! (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), so telling "gone" from "changed
+//! concurrently" (and naming the current version) costs no second request. DynamoDB's TTL sweep
+//! can lag by days; an item past `expires_at_ms` is treated as gone by every operation anyway.
+//!
+//! Throttling and transient errors are retried by the SDK with backoff; connect, read and
+//! operation timeouts come from [`AwsTimeouts`](crate::config::AwsTimeouts), so an unreachable
+//! table fails with [`HandleError::Unavailable`] in bounded time. Every write is a single
+//! conditional request: it lands whole or not at all.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ReturnValue,
+    ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
+};
+use futures::future::{BoxFuture, FutureExt};
+
+use super::{Handle, HandleError, HandleId, HandleStore, epoch_ms, ttl_ms, validate};
+
+/// The table definition, as CloudFormation `AWS::DynamoDB::Table` properties: the one copy in
+/// `infra/handles-table.json`, used by [`DynamoDbHandleStore::create_table`] (tests, local
+/// development) and by the deployment template.
+pub const TABLE_DEFINITION: &str = include_str!("../../infra/handles-table.json");
+
+/// The partition key attribute.
+const PK: &str = "pk";
+
+type Item = HashMap<String, AttributeValue>;
+
+/// A [`HandleStore`] on a DynamoDB table; clones share the client and its connections.
+///
+/// Build it once at start-up (Lambda INIT) with [`handles::from_config`](super::from_config),
+/// or from your own client:
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), mcp_lambda::Error> {
+/// use mcp_lambda::handles::DynamoDbHandleStore;
+/// let timeouts = mcp_lambda::config::AwsTimeouts::default();
+/// let sdk = mcp_lambda::aws::loader(&timeouts).load().await;
+/// let store = DynamoDbHandleStore::new(aws_sdk_dynamodb::Client::new(&sdk), "mcp-handles");
+/// store.check_table().await?; // opens the connection and checks the key schema
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct DynamoDbHandleStore {
+    client: Client,
+    table: Arc<str>,
+}
+
+impl fmt::Debug for DynamoDbHandleStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DynamoDbHandleStore")
+            .field("table", &self.table)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DynamoDbHandleStore {
+    /// A store on `table` (a name or an ARN) through `client`. Makes no request.
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: Arc::from(table.into()),
+        }
+    }
+
+    /// The table name or ARN.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Describes the table: checks that it exists and has the key schema of
+    /// `infra/handles-table.json`, and leaves a warm connection in the client's pool. Call it
+    /// at start-up so the first request does not pay for the TCP and TLS handshakes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Handles`](crate::Error::Handles) when the table is missing, has another key
+    /// schema, or DynamoDB refuses the call (no region, no credentials, no permission), and
+    /// when it cannot be reached within the operation timeout.
+    pub async fn check_table(&self) -> Result<(), crate::Error> {
+        self.describe().await.map_err(|(_, e)| e)
+    }
+
+    /// [`check_table`](Self::check_table), telling whether a failure is the endpoint being away
+    /// (`true`: timeout, connection refused) rather than a configuration mistake.
+    pub(crate) async fn describe(&self) -> Result<(), (bool, crate::Error)> {
+        let fail =
+            |reason: String| crate::Error::Handles(format!("table {}: {reason}", self.table));
+        let out = self
+            .client
+            .describe_table()
+            .table_name(self.table.as_ref())
+            .send()
+            .await
+            .map_err(|e| match (&e, e.as_service_error().and_then(|s| s.code())) {
+                (_, Some("ResourceNotFoundException")) => (
+                    false,
+                    fail(
+                        "not found: create it from infra/handles-table.json, or check MCP_HANDLES_TABLE and AWS_REGION"
+                            .into(),
+                    ),
+                ),
+                (SdkError::TimeoutError(_) | SdkError::DispatchFailure(_), _) => (
+                    true,
+                    fail(format!("cannot reach DynamoDB: {}", DisplayErrorContext(&e))),
+                ),
+                _ => (
+                    false,
+                    fail(format!("cannot describe it: {}", DisplayErrorContext(&e))),
+                ),
+            })?;
+        let table = out
+            .table()
+            .ok_or_else(|| (false, fail("no description".into())))?;
+        let key = table.key_schema();
+        let pk_is_string = table
+            .attribute_definitions()
+            .iter()
+            .any(|a| a.attribute_name() == PK && *a.attribute_type() == ScalarAttributeType::S);
+        if key.len() != 1
+            || key[0].attribute_name() != PK
+            || *key[0].key_type() != KeyType::Hash
+            || !pk_is_string
+        {
+            return Err((
+                false,
+                fail(
+                    "its key schema is not a string partition key named pk (see infra/handles-table.json)"
+                        .into(),
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Creates `table` as `infra/handles-table.json` describes (key schema, on-demand billing,
+    /// TTL on `expires_at`) and waits until it is active. An existing table is left as it is.
+    /// For tests and local stand-ins; deployments create the table with the template.
+    ///
+    /// # Errors
+    ///
+    /// [`HandleError::Unavailable`] when DynamoDB refuses or cannot be reached, or the table
+    /// does not become active within 30 s.
+    pub async fn create_table(client: &Client, table: &str) -> Result<(), HandleError> {
+        let definition: serde_json::Value =
+            serde_json::from_str(TABLE_DEFINITION).expect("infra/handles-table.json is JSON");
+        let text = |v: &serde_json::Value, field: &str| -> String {
+            v[field].as_str().unwrap_or_default().to_owned()
+        };
+        let mut request = client
+            .create_table()
+            .table_name(table)
+            .billing_mode(BillingMode::from(text(&definition, "BillingMode").as_str()));
+        for a in definition["AttributeDefinitions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            request = request.attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name(text(a, "AttributeName"))
+                    .attribute_type(ScalarAttributeType::from(text(a, "AttributeType").as_str()))
+                    .build()
+                    .map_err(|e| HandleError::Invalid(e.to_string()))?,
+            );
+        }
+        for k in definition["KeySchema"].as_array().into_iter().flatten() {
+            request = request.key_schema(
+                KeySchemaElement::builder()
+                    .attribute_name(text(k, "AttributeName"))
+                    .key_type(KeyType::from(text(k, "KeyType").as_str()))
+                    .build()
+                    .map_err(|e| HandleError::Invalid(e.to_string()))?,
+            );
+        }
+        match request.send().await {
+            Ok(_) => {}
+            Err(e)
+                if e.as_service_error().and_then(|s| s.code())
+                    == Some("ResourceInUseException") => {}
+            Err(e) => return Err(unavailable("CreateTable", &e)),
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let out = client
+                .describe_table()
+                .table_name(table)
+                .send()
+                .await
+                .map_err(|e| unavailable("DescribeTable", &e))?;
+            if out.table().and_then(|t| t.table_status()) == Some(&TableStatus::Active) {
+                break;
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(HandleError::Unavailable(format!(
+                    "table {table} did not become active within 30 s"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let ttl = &definition["TimeToLiveSpecification"];
+        if ttl["Enabled"] == true {
+            let spec = TimeToLiveSpecification::builder()
+                .attribute_name(text(ttl, "AttributeName"))
+                .enabled(true)
+                .build()
+                .map_err(|e| HandleError::Invalid(e.to_string()))?;
+            match client
+                .update_time_to_live()
+                .table_name(table)
+                .time_to_live_specification(spec)
+                .send()
+                .await
+            {
+                Ok(_) => {}
+                // Already enabled (the table existed).
+                Err(e)
+                    if e.as_service_error().and_then(|s| s.code())
+                        == Some("ValidationException") => {}
+                Err(e) => return Err(unavailable("UpdateTimeToLive", &e)),
+            }
+        }
+        Ok(())
+    }
+
+    fn key(id: HandleId) -> (String, AttributeValue) {
+        (PK.to_owned(), AttributeValue::S(format!("h#{id}")))
+    }
+}
+
+fn now_ms() -> u64 {
+    epoch_ms(SystemTime::now())
+}
+
+fn n(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+/// A stored item as a handle, plus its `write_id`.
+fn parse(item: &Item) -> Result<(Handle, Option<String>), HandleError> {
+    let text = |name: &str| match item.get(name) {
+        Some(AttributeValue::S(v)) => Ok(v.as_str()),
+        _ => Err(corrupt(name)),
+    };
+    let number = |name: &str| match item.get(name) {
+        Some(AttributeValue::N(v)) => v.parse::<u64>().map_err(|_| corrupt(name)),
+        _ => Err(corrupt(name)),
+    };
+    let id = text(PK)?
+        .strip_prefix("h#")
+        .and_then(|id| id.parse::<HandleId>().ok())
+        .ok_or_else(|| corrupt(PK))?;
+    let data = serde_json::from_str(text("data")?).map_err(|_| corrupt("data"))?;
+    let handle = Handle {
+        id,
+        owner: text("owner")?.to_owned(),
+        kind: text("kind")?.to_owned(),
+        data,
+        version: number("version")?,
+        created_at_ms: number("created_at")?,
+        expires_at_ms: number("expires_at_ms")?,
+    };
+    let write_id = text("write_id").ok().map(str::to_owned);
+    Ok((handle, write_id))
+}
+
+fn corrupt(attribute: &str) -> HandleError {
+    tracing::error!(attribute, "a handle item in DynamoDB is malformed");
+    HandleError::Unavailable(format!(
+        "a stored handle is malformed (attribute {attribute})"
+    ))
+}
+
+/// The old item of a failed conditional write, if it is a live handle of `owner`.
+fn live_old(
+    item: Option<&Item>,
+    owner: &str,
+    now: u64,
+) -> Result<Option<(Handle, Option<String>)>, HandleError> {
+    let Some(item) = item else {
+        return Ok(None);
+    };
+    let (handle, write_id) = parse(item)?;
+    Ok((handle.owner == owner && handle.expires_at_ms > now).then_some((handle, write_id)))
+}
+
+/// A failed SDK call as [`HandleError`]: bad requests are `Invalid`, everything else (timeouts,
+/// unreachable endpoint, throttling after the SDK's retries, missing table, no permission) is
+/// `Unavailable`, with the cause for the logs.
+fn unavailable<E, R>(operation: &str, error: &SdkError<E, R>) -> HandleError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: fmt::Debug,
+{
+    match error {
+        SdkError::TimeoutError(_) => HandleError::Unavailable(format!(
+            "DynamoDB {operation} did not complete within the configured timeout"
+        )),
+        SdkError::DispatchFailure(_) => HandleError::Unavailable(format!(
+            "cannot reach DynamoDB for {operation}: {}",
+            DisplayErrorContext(error)
+        )),
+        SdkError::ServiceError(service) => {
+            let code = service.err().code().unwrap_or("unknown");
+            let message = service.err().message().unwrap_or("");
+            if code == "ValidationException" {
+                HandleError::Invalid(format!("DynamoDB refused {operation}: {message}"))
+            } else {
+                HandleError::Unavailable(format!("DynamoDB {operation}: {code}: {message}"))
+            }
+        }
+        _ => HandleError::Unavailable(format!(
+            "DynamoDB {operation} failed: {}",
+            DisplayErrorContext(error)
+        )),
+    }
+}
+
+impl HandleStore for DynamoDbHandleStore {
+    fn create<'a>(
+        &'a self,
+        owner: &'a str,
+        kind: &'a str,
+        data: serde_json::Value,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Handle, HandleError>> {
+        async move {
+            validate(owner, Some(kind), Some(&data), ttl)?;
+            let id = HandleId::random()?;
+            let write_id = HandleId::random()?.to_string();
+            let now = now_ms();
+            let handle = Handle {
+                id,
+                owner: owner.to_owned(),
+                kind: kind.to_owned(),
+                data,
+                version: 1,
+                created_at_ms: now,
+                expires_at_ms: now.saturating_add(ttl_ms(ttl)),
+            };
+            let (pk, pk_value) = Self::key(id);
+            let result = self
+                .client
+                .put_item()
+                .table_name(self.table.as_ref())
+                .item(pk, pk_value)
+                .item("owner", s(owner))
+                .item("kind", s(kind))
+                .item("data", s(handle.data.to_string()))
+                .item("version", n(1))
+                .item("created_at", n(now))
+                .item("expires_at", n(handle.expires_at_secs()))
+                .item("expires_at_ms", n(handle.expires_at_ms))
+                .item("write_id", s(write_id.clone()))
+                .condition_expression("attribute_not_exists(pk)")
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+                .send()
+                .await;
+            match result {
+                Ok(_) => Ok(handle),
+                Err(e) => match e.as_service_error() {
+                    Some(err) if err.is_conditional_check_failed_exception() => {
+                        let landed = match &err {
+                            aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(c) => {
+                                c.item().and_then(|i| parse(i).ok()).and_then(|(_, w)| w) == Some(write_id)
+                            }
+                            _ => false,
+                        };
+                        if landed {
+                            // The SDK retried a put whose first attempt had already landed.
+                            Ok(handle)
+                        } else {
+                            Err(HandleError::Unavailable(
+                                "a random handle id collided with an existing one; try again".into(),
+                            ))
+                        }
+                    }
+                    _ => Err(unavailable("PutItem", &e)),
+                },
+            }
+        }
+        .boxed()
+    }
+
+    fn get<'a>(
+        &'a self,
+        owner: &'a str,
+        id: HandleId,
+    ) -> BoxFuture<'a, Result<Handle, HandleError>> {
+        async move {
+            if owner.is_empty() {
+                return Err(HandleError::NotFound);
+            }
+            let (pk, pk_value) = Self::key(id);
+            let out = self
+                .client
+                .get_item()
+                .table_name(self.table.as_ref())
+                .key(pk, pk_value)
+                .consistent_read(true)
+                .send()
+                .await
+                .map_err(|e| unavailable("GetItem", &e))?;
+            let Some(item) = out.item() else {
+                return Err(HandleError::NotFound);
+            };
+            let (handle, _) = parse(item)?;
+            if handle.owner != owner || handle.expires_at_ms <= now_ms() {
+                return Err(HandleError::NotFound);
+            }
+            Ok(handle)
+        }
+        .boxed()
+    }
+
+    fn update<'a>(
+        &'a self,
+        owner: &'a str,
+        id: HandleId,
+        expected_version: u64,
+        data: serde_json::Value,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Handle, HandleError>> {
+        async move {
+            validate(owner, None, Some(&data), ttl)?;
+            let write_id = HandleId::random()?.to_string();
+            let now = now_ms();
+            let expires_at_ms = now.saturating_add(ttl_ms(ttl));
+            let (pk, pk_value) = Self::key(id);
+            let result = self
+                .client
+                .update_item()
+                .table_name(self.table.as_ref())
+                .key(pk, pk_value)
+                .update_expression(
+                    "SET #data = :data, #version = #version + :one, expires_at = :exp, \
+                     expires_at_ms = :exp_ms, write_id = :wid",
+                )
+                .condition_expression(
+                    "#owner = :owner AND expires_at_ms > :now AND #version = :expected",
+                )
+                .expression_attribute_names("#data", "data")
+                .expression_attribute_names("#version", "version")
+                .expression_attribute_names("#owner", "owner")
+                .expression_attribute_values(":data", s(data.to_string()))
+                .expression_attribute_values(":one", n(1))
+                .expression_attribute_values(":exp", n(expires_at_ms.div_ceil(1000)))
+                .expression_attribute_values(":exp_ms", n(expires_at_ms))
+                .expression_attribute_values(":wid", s(write_id.clone()))
+                .expression_attribute_values(":owner", s(owner))
+                .expression_attribute_values(":now", n(now))
+                .expression_attribute_values(":expected", n(expected_version))
+                .return_values(ReturnValue::AllNew)
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .send()
+                .await;
+            match result {
+                Ok(out) => {
+                    let item = out
+                        .attributes()
+                        .ok_or_else(|| corrupt("(UpdateItem returned no attributes)"))?;
+                    Ok(parse(item)?.0)
+                }
+                Err(e) => {
+                    use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+                    if let Some(UpdateItemError::ConditionalCheckFailedException(c)) =
+                        e.as_service_error()
+                    {
+                        return match live_old(c.item(), owner, now)? {
+                            None => Err(HandleError::NotFound),
+                            // The SDK retried an update whose first attempt had already landed.
+                            Some((handle, Some(w))) if w == write_id => Ok(handle),
+                            Some((handle, _)) => Err(HandleError::Conflict {
+                                current_version: handle.version,
+                            }),
+                        };
+                    }
+                    Err(unavailable("UpdateItem", &e))
+                }
+            }
+        }
+        .boxed()
+    }
+
+    fn touch<'a>(
+        &'a self,
+        owner: &'a str,
+        id: HandleId,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Handle, HandleError>> {
+        async move {
+            validate(owner, None, None, ttl)?;
+            let now = now_ms();
+            let expires_at_ms = now.saturating_add(ttl_ms(ttl));
+            let (pk, pk_value) = Self::key(id);
+            let result = self
+                .client
+                .update_item()
+                .table_name(self.table.as_ref())
+                .key(pk, pk_value)
+                .update_expression("SET expires_at = :exp, expires_at_ms = :exp_ms")
+                .condition_expression("#owner = :owner AND expires_at_ms > :now")
+                .expression_attribute_names("#owner", "owner")
+                .expression_attribute_values(":exp", n(expires_at_ms.div_ceil(1000)))
+                .expression_attribute_values(":exp_ms", n(expires_at_ms))
+                .expression_attribute_values(":owner", s(owner))
+                .expression_attribute_values(":now", n(now))
+                .return_values(ReturnValue::AllNew)
+                .send()
+                .await;
+            match result {
+                Ok(out) => {
+                    let item = out
+                        .attributes()
+                        .ok_or_else(|| corrupt("(UpdateItem returned no attributes)"))?;
+                    Ok(parse(item)?.0)
+                }
+                Err(e) => match e.as_service_error() {
+                    Some(err) if err.is_conditional_check_failed_exception() => {
+                        Err(HandleError::NotFound)
+                    }
+                    _ => Err(unavailable("UpdateItem", &e)),
+                },
+            }
+        }
+        .boxed()
+    }
+
+    fn delete<'a>(
+        &'a self,
+        owner: &'a str,
+        id: HandleId,
+        expected_version: Option<u64>,
+    ) -> BoxFuture<'a, Result<(), HandleError>> {
+        async move {
+            if owner.is_empty() {
+                return Err(HandleError::NotFound);
+            }
+            let now = now_ms();
+            let (pk, pk_value) = Self::key(id);
+            let mut request = self
+                .client
+                .delete_item()
+                .table_name(self.table.as_ref())
+                .key(pk, pk_value)
+                .expression_attribute_names("#owner", "owner")
+                .expression_attribute_values(":owner", s(owner))
+                .expression_attribute_values(":now", n(now))
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                );
+            request = match expected_version {
+                Some(version) => request
+                    .condition_expression(
+                        "#owner = :owner AND expires_at_ms > :now AND #version = :expected",
+                    )
+                    .expression_attribute_names("#version", "version")
+                    .expression_attribute_values(":expected", n(version)),
+                None => request.condition_expression("#owner = :owner AND expires_at_ms > :now"),
+            };
+            match request.send().await {
+                Ok(_) => Ok(()),
+                Err(e) => {
+                    use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
+                    if let Some(DeleteItemError::ConditionalCheckFailedException(c)) =
+                        e.as_service_error()
+                    {
+                        return match live_old(c.item(), owner, now)? {
+                            None => Err(HandleError::NotFound),
+                            Some((handle, _)) => Err(HandleError::Conflict {
+                                current_version: handle.version,
+                            }),
+                        };
+                    }
+                    Err(unavailable("DeleteItem", &e))
+                }
+            }
+        }
+        .boxed()
+    }
+}
