@@ -167,9 +167,14 @@ impl<H: ServerHandler> Server<H> {
 /// Installs the tracing subscriber: JSON lines on Lambda (CloudWatch adds the
 /// time), readable text locally. Tokens and tool arguments are never logged.
 pub fn init_tracing(config: &Config) {
-    // rmcp traces whole messages (arguments included) at debug/trace; keep it
-    // at info unless MCP_LOG names rmcp explicitly.
-    let directives = if config.log_filter.contains("rmcp") {
+    // rmcp traces whole messages (arguments included) at debug/trace; cap it
+    // at info unless MCP_LOG names rmcp explicitly. Only a cap: under a
+    // quieter MCP_LOG (warn, error) rmcp stays as quiet as everything else.
+    let verbose = tracing_subscriber::EnvFilter::try_new(&config.log_filter)
+        .ok()
+        .and_then(|f| f.max_level_hint())
+        .is_none_or(|level| level > tracing_subscriber::filter::LevelFilter::INFO);
+    let directives = if config.log_filter.contains("rmcp") || !verbose {
         config.log_filter.clone()
     } else {
         format!("{},rmcp=info", config.log_filter)
