@@ -1,0 +1,610 @@
+//! Handles in DynamoDB against a real DynamoDB-compatible server: DynamoDB Local on loopback,
+//! started by `scripts/dynamodb-tests.sh` (which sets `MCP_TEST_DYNAMODB_ENDPOINT`). No mocks.
+//!
+//! - one DynamoDB request per handle operation, counted by a loopback proxy in front of the
+//!   endpoint, and the connection opened at start-up serves the first requests;
+//! - durability: baskets outlive the basket process, and expiry holds across processes;
+//! - faults: a hung and then a stopped DynamoDB fail calls cleanly within the configured
+//!   timeouts; after a restart every basket made before is still there;
+//! - 50 concurrent `add_item` calls on one basket make exactly 50.
+//!
+//! Without `MCP_TEST_DYNAMODB_ENDPOINT` every test fails under CI and is skipped, loudly,
+//! elsewhere. The fault test starts a DynamoDB Local of its own (scripts/dynamodb-local.sh) so
+//! stopping it disturbs no other test.
+
+mod common;
+#[path = "support/dynamodb.rs"]
+mod dynamodb_support;
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::basket::{Server, items};
+use dynamodb_support::{TABLE, basket_env, client, endpoint, timeouts};
+use mcp_lambda::handles::{DynamoDbHandleStore, HandleError, HandleId, HandleStore};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+fn owner(name: &str) -> String {
+    format!("{name}-{}", HandleId::random().unwrap())
+}
+
+fn env_refs(env: &[(String, String)]) -> Vec<(&str, &str)> {
+    env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
+
+/// A loopback TCP proxy in front of the DynamoDB endpoint that records the operation
+/// (`X-Amz-Target`) of every HTTP request passing through, and counts connections.
+struct CountingProxy {
+    url: String,
+    targets: Arc<Mutex<Vec<String>>>,
+    connections: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for CountingProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl CountingProxy {
+    async fn start(upstream: &str) -> Self {
+        let upstream = upstream
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_owned();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let targets = Arc::new(Mutex::new(Vec::new()));
+        let connections = Arc::new(AtomicUsize::new(0));
+        let (t, c) = (targets.clone(), connections.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((client, _)) = listener.accept().await else {
+                    return;
+                };
+                c.fetch_add(1, Ordering::SeqCst);
+                let (targets, upstream) = (t.clone(), upstream.clone());
+                tokio::spawn(async move {
+                    let Ok(server) = TcpStream::connect(&upstream).await else {
+                        return;
+                    };
+                    let (mut client_read, mut client_write) = client.into_split();
+                    let (mut server_read, mut server_write) = server.into_split();
+                    let back = tokio::spawn(async move {
+                        let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
+                    });
+                    let mut seen = Vec::new();
+                    let mut scanned = 0;
+                    let mut buf = vec![0u8; 64 * 1024];
+                    loop {
+                        let n = match client_read.read(&mut buf).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => n,
+                        };
+                        seen.extend_from_slice(&buf[..n]);
+                        scanned = record_targets(&seen, scanned, &targets);
+                        if server_write.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                    back.abort();
+                });
+            }
+        });
+        Self {
+            url,
+            targets,
+            connections,
+            task,
+        }
+    }
+
+    /// The operations seen since the last call, in order.
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.targets.lock().unwrap())
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+/// Records every complete `x-amz-target: DynamoDB_20120810.<Op>` header line after `from`;
+/// returns where to continue next time.
+fn record_targets(seen: &[u8], mut from: usize, targets: &Mutex<Vec<String>>) -> usize {
+    const NEEDLE: &[u8] = b"x-amz-target:";
+    loop {
+        let Some(at) = seen[from..]
+            .windows(NEEDLE.len())
+            .position(|w| w.eq_ignore_ascii_case(NEEDLE))
+        else {
+            return seen.len().saturating_sub(NEEDLE.len()).max(from);
+        };
+        let start = from + at + NEEDLE.len();
+        let Some(end) = seen[start..].windows(2).position(|w| w == b"\r\n") else {
+            return from + at;
+        };
+        let value = String::from_utf8_lossy(&seen[start..start + end]);
+        let op = value.trim().rsplit('.').next().unwrap_or("").to_owned();
+        targets.lock().unwrap().push(op);
+        from = start + end;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_handle_operation_is_one_dynamodb_request_on_the_warm_connection() {
+    let Some(endpoint) = endpoint("the round-trip count test") else {
+        return;
+    };
+    dynamodb_support::store(&endpoint).await; // the table exists
+    let proxy = CountingProxy::start(&endpoint).await;
+    let store = DynamoDbHandleStore::new(client(&proxy.url, &timeouts()).await, TABLE);
+
+    store.check_table().await.unwrap();
+    assert_eq!(proxy.take(), ["DescribeTable"], "start-up check");
+    assert_eq!(proxy.connections(), 1);
+
+    let alice = owner("alice");
+    let mallory = owner("mallory");
+    let mut timings = Vec::new();
+    macro_rules! one_request {
+        ($label:expr, $op:expr, $expected:expr) => {{
+            let started = Instant::now();
+            let result = $op.await;
+            timings.push(($label, started.elapsed(), proxy.connections()));
+            assert_eq!(proxy.take(), [$expected], "{}", $label);
+            result
+        }};
+    }
+
+    let h = one_request!(
+        "create",
+        store.create(&alice, "basket", json!({ "items": {} }), HOUR),
+        "PutItem"
+    )
+    .unwrap();
+    assert_eq!(
+        proxy.connections(),
+        1,
+        "the first operation used the connection opened by the start-up check"
+    );
+    one_request!("get", store.get(&alice, h.id), "GetItem").unwrap();
+    let updated = one_request!(
+        "update",
+        store.update(&alice, h.id, 1, json!({ "items": { "tea": 1 } }), HOUR),
+        "UpdateItem"
+    )
+    .unwrap();
+    assert_eq!(updated.version, 2);
+    assert_eq!(
+        one_request!(
+            "update, stale version",
+            store.update(&alice, h.id, 1, json!(0), HOUR),
+            "UpdateItem"
+        ),
+        Err(HandleError::Conflict { current_version: 2 })
+    );
+    let touched = one_request!("touch", store.touch(&alice, h.id, HOUR), "UpdateItem").unwrap();
+    assert_eq!(touched.version, 2);
+    assert_eq!(
+        one_request!("get, other owner", store.get(&mallory, h.id), "GetItem"),
+        Err(HandleError::NotFound)
+    );
+    assert_eq!(
+        one_request!(
+            "update, other owner",
+            store.update(&mallory, h.id, 2, json!(0), HOUR),
+            "UpdateItem"
+        ),
+        Err(HandleError::NotFound)
+    );
+    assert_eq!(
+        one_request!(
+            "delete, stale version",
+            store.delete(&alice, h.id, Some(1)),
+            "DeleteItem"
+        ),
+        Err(HandleError::Conflict { current_version: 2 })
+    );
+    one_request!("delete", store.delete(&alice, h.id, Some(2)), "DeleteItem").unwrap();
+    assert_eq!(
+        one_request!("get, deleted", store.get(&alice, h.id), "GetItem"),
+        Err(HandleError::NotFound)
+    );
+    assert_eq!(
+        one_request!(
+            "delete, deleted",
+            store.delete(&alice, h.id, None),
+            "DeleteItem"
+        ),
+        Err(HandleError::NotFound)
+    );
+
+    // Refused before any request.
+    assert!(matches!(
+        store.create(&alice, "k", json!(0), Duration::ZERO).await,
+        Err(HandleError::Invalid(_))
+    ));
+    assert!(proxy.take().is_empty());
+    // (Back-to-back requests may open a second pooled connection: hyper returns a connection
+    // to the pool just after the answer is read, so the next request can race it.)
+    for (label, elapsed, connections) in timings {
+        eprintln!("{label:>22}: 1 request, {elapsed:?} (connections so far: {connections})");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_basket_warms_its_connection_at_start_up_and_each_call_costs_its_store_operations() {
+    let Some(endpoint) = endpoint("the basket round-trip test") else {
+        return;
+    };
+    dynamodb_support::store(&endpoint).await;
+    let proxy = CountingProxy::start(&endpoint).await;
+    let env = basket_env(&proxy.url, TABLE);
+    let server = Server::start(&env_refs(&env)).await;
+    assert_eq!(
+        proxy.take(),
+        ["DescribeTable"],
+        "from_config checks the table before serving"
+    );
+    assert_eq!(proxy.connections(), 1);
+
+    let id = server.ok("create_basket", json!({})).await["basket_id"].clone();
+    assert_eq!(proxy.take(), ["PutItem"]);
+    assert_eq!(
+        proxy.connections(),
+        1,
+        "the first call reused the connection opened at start-up"
+    );
+    server
+        .ok(
+            "add_item",
+            json!({ "basket_id": id, "sku": "TEA", "quantity": 2 }),
+        )
+        .await;
+    assert_eq!(
+        proxy.take(),
+        ["GetItem", "UpdateItem"],
+        "read, then conditional write"
+    );
+    server.ok("view_basket", json!({ "basket_id": id })).await;
+    assert_eq!(
+        proxy.take(),
+        ["UpdateItem"],
+        "view is a touch: check and slide at once"
+    );
+    server.ok("checkout", json!({ "basket_id": id })).await;
+    assert_eq!(proxy.take(), ["GetItem", "DeleteItem"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn baskets_outlive_the_server_process_and_expire_across_processes() {
+    let Some(endpoint) = endpoint("the durability test") else {
+        return;
+    };
+    dynamodb_support::store(&endpoint).await;
+    let env = basket_env(&endpoint, TABLE);
+
+    let first = Server::start(&env_refs(&env)).await;
+    let id = first.ok("create_basket", json!({})).await["basket_id"].clone();
+    for (sku, quantity) in [("TEA", 2), ("CAKE", 3)] {
+        first
+            .ok(
+                "add_item",
+                json!({ "basket_id": id, "sku": sku, "quantity": quantity }),
+            )
+            .await;
+    }
+    drop(first); // the process is killed
+
+    let second = Server::start(&env_refs(&env)).await;
+    let view = second.ok("view_basket", json!({ "basket_id": id })).await;
+    assert_eq!(
+        items(&view),
+        [("CAKE".to_owned(), 3), ("TEA".to_owned(), 2)],
+        "the basket and its items survived the restart"
+    );
+    second
+        .ok(
+            "add_item",
+            json!({ "basket_id": id, "sku": "MUG", "quantity": 1 }),
+        )
+        .await;
+    let summary = second.ok("checkout", json!({ "basket_id": id })).await;
+    assert_eq!(summary["total_quantity"], 6);
+    drop(second);
+
+    // Expiry is kept by the item, not by the process: a 1 s basket made by one process is
+    // gone for the next, long before DynamoDB's TTL sweep could have removed it.
+    let mut short = env.clone();
+    short.push(("MCP_HANDLE_TTL_SECS".into(), "1".into()));
+    let third = Server::start(&env_refs(&short)).await;
+    let brief = third.ok("create_basket", json!({})).await["basket_id"].clone();
+    third
+        .ok(
+            "add_item",
+            json!({ "basket_id": brief, "sku": "TEA", "quantity": 1 }),
+        )
+        .await;
+    drop(third);
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    let fourth = Server::start(&env_refs(&short)).await;
+    let text = fourth
+        .tool_error("view_basket", json!({ "basket_id": brief }))
+        .await;
+    assert!(text.contains("expired"), "{text}");
+    assert!(text.contains("create_basket"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_concurrent_add_item_calls_on_one_basket_make_exactly_fifty() {
+    let Some(endpoint) = endpoint("the concurrency test") else {
+        return;
+    };
+    dynamodb_support::store(&endpoint).await;
+    let env = basket_env(&endpoint, TABLE);
+    let server = Arc::new(Server::start(&env_refs(&env)).await);
+    let id = server.ok("create_basket", json!({})).await["basket_id"].clone();
+
+    let started = Instant::now();
+    let calls: Vec<_> = (0..50)
+        .map(|_| {
+            let (server, id) = (server.clone(), id.clone());
+            tokio::spawn(async move {
+                server
+                    .ok(
+                        "add_item",
+                        json!({ "basket_id": id, "sku": "TEA", "quantity": 1 }),
+                    )
+                    .await
+            })
+        })
+        .collect();
+    for call in calls {
+        call.await.unwrap();
+    }
+    eprintln!(
+        "50 concurrent add_item on DynamoDB: {:?}",
+        started.elapsed()
+    );
+
+    let view = server.ok("view_basket", json!({ "basket_id": id })).await;
+    assert_eq!(items(&view), [("TEA".to_owned(), 50)], "no update was lost");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_names_a_missing_table_and_survives_an_unreachable_endpoint() {
+    let Some(endpoint) = endpoint("the start-up test") else {
+        return;
+    };
+    // A table that does not exist: the process stops with a message saying what to do.
+    let mut command = Command::new(env!("CARGO_BIN_EXE_basket"));
+    for (name, _) in std::env::vars() {
+        if name.starts_with("MCP_") || name.starts_with("AWS_") {
+            command.env_remove(name);
+        }
+    }
+    let output = command
+        .envs(basket_env(&endpoint, "no-such-table"))
+        .env("MCP_BIND", common::basket::free_port().to_string())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("no-such-table") && stderr.contains("not found"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("infra/handles-table.json"), "{stderr}");
+
+    // Nothing listening: the server starts (the endpoint may come back), and calls fail as
+    // tool errors within the operation timeout.
+    let nowhere = format!("http://{}", common::basket::free_port());
+    let mut env = basket_env(&nowhere, TABLE);
+    env.push(("MCP_AWS_OPERATION_TIMEOUT_MS".into(), "1500".into()));
+    let server = Server::start(&env_refs(&env)).await;
+    let started = Instant::now();
+    let text = server.tool_error("create_basket", json!({})).await;
+    let elapsed = started.elapsed();
+    assert!(text.contains("temporarily unavailable"), "{text}");
+    assert!(elapsed < Duration::from_millis(1500 + 1000), "{elapsed:?}");
+}
+
+/// A DynamoDB Local of this test's own, through scripts/dynamodb-local.sh, stopped on drop.
+struct OwnDynamo {
+    state: PathBuf,
+    port: u16,
+    endpoint: String,
+}
+
+impl OwnDynamo {
+    fn script(state: &PathBuf, args: &[&str], port: Option<u16>) -> String {
+        let mut command = Command::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/dynamodb-local.sh"
+        ));
+        command
+            .args(args)
+            .env("DYNAMODB_LOCAL_STATE", state)
+            .stdin(Stdio::null());
+        if let Some(port) = port {
+            command.env("DYNAMODB_LOCAL_PORT", port.to_string());
+        }
+        let output = command.output().expect("running scripts/dynamodb-local.sh");
+        assert!(
+            output.status.success(),
+            "dynamodb-local.sh {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn start() -> Self {
+        let work = std::env::var("MCP_WORK").unwrap_or_else(|_| {
+            format!(
+                "{}/.cache/mcp-lambda-work",
+                std::env::var("HOME").unwrap_or_default()
+            )
+        });
+        let state = PathBuf::from(work)
+            .join("dynamodb-local")
+            .join(format!("fault-test-{}", std::process::id()));
+        let out = Self::script(&state, &["start"], None);
+        let endpoint = out
+            .lines()
+            .find_map(|l| l.strip_prefix("MCP_TEST_DYNAMODB_ENDPOINT="))
+            .expect("the script prints the endpoint")
+            .to_owned();
+        let port = endpoint.rsplit(':').next().unwrap().parse().unwrap();
+        Self {
+            state,
+            port,
+            endpoint,
+        }
+    }
+
+    fn pause(&self) {
+        Self::script(&self.state, &["pause"], None);
+    }
+
+    fn resume(&self) {
+        Self::script(&self.state, &["resume"], None);
+    }
+
+    /// Stops the server, keeping its data.
+    fn kill(&self) {
+        Self::script(&self.state, &["stop", "--keep-data"], None);
+    }
+
+    /// Starts it again on the same port with the same data.
+    fn restart(&self) {
+        Self::script(&self.state, &["start"], Some(self.port));
+    }
+}
+
+impl Drop for OwnDynamo {
+    fn drop(&mut self) {
+        let _ = Command::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/dynamodb-local.sh"
+        ))
+        .arg("stop")
+        .env("DYNAMODB_LOCAL_STATE", &self.state)
+        .stdin(Stdio::null())
+        .output();
+    }
+}
+
+/// The items of every basket, by id.
+async fn contents(server: &Server, ids: &[Value]) -> Vec<Vec<(String, u64)>> {
+    let mut all = Vec::new();
+    for id in ids {
+        all.push(items(
+            &server.ok("view_basket", json!({ "basket_id": id })).await,
+        ));
+    }
+    all
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_or_stopped_dynamodb_fails_calls_within_the_timeout_and_loses_nothing() {
+    if endpoint("the fault test").is_none() {
+        return;
+    }
+    let dynamo = OwnDynamo::start();
+    let setup = client(&dynamo.endpoint, &timeouts()).await;
+    DynamoDbHandleStore::create_table(&setup, TABLE)
+        .await
+        .unwrap();
+
+    const OPERATION_MS: u64 = 2000;
+    let mut env = basket_env(&dynamo.endpoint, TABLE);
+    for (k, v) in [
+        ("MCP_AWS_CONNECT_TIMEOUT_MS", "300"),
+        ("MCP_AWS_READ_TIMEOUT_MS", "700"),
+        ("MCP_AWS_OPERATION_TIMEOUT_MS", "2000"),
+    ] {
+        env.push((k.into(), v.into()));
+    }
+    let server = Server::start(&env_refs(&env)).await;
+    let bound = Duration::from_millis(OPERATION_MS + 1500);
+
+    let mut ids = Vec::new();
+    for n in 1..=3 {
+        let id = server.ok("create_basket", json!({})).await["basket_id"].clone();
+        server
+            .ok(
+                "add_item",
+                json!({ "basket_id": id, "sku": format!("SKU-{n}"), "quantity": n }),
+            )
+            .await;
+        ids.push(id);
+    }
+    let before = contents(&server, &ids).await;
+
+    let unavailable = |text: &str| text.contains("temporarily unavailable");
+    let expect_clean_failure = |label: &'static str| {
+        let (server, id) = (&server, ids[0].clone());
+        async move {
+            let started = Instant::now();
+            let text = server
+                .tool_error(
+                    "add_item",
+                    json!({ "basket_id": id, "sku": "LOST", "quantity": 1 }),
+                )
+                .await;
+            let elapsed = started.elapsed();
+            eprintln!("{label}: add_item failed cleanly in {elapsed:?}");
+            assert!(unavailable(&text), "{label}: {text}");
+            assert!(
+                elapsed < bound,
+                "{label}: took {elapsed:?}, bound {bound:?}"
+            );
+            let started = Instant::now();
+            let text = server.tool_error("create_basket", json!({})).await;
+            assert!(unavailable(&text), "{label}: {text}");
+            assert!(
+                started.elapsed() < bound,
+                "{label}: {:?}",
+                started.elapsed()
+            );
+        }
+    };
+
+    // Hung: the process is frozen, connections open but nothing answers (read timeouts).
+    dynamo.pause();
+    expect_clean_failure("hung DynamoDB").await;
+    dynamo.resume();
+    assert_eq!(
+        contents(&server, &ids).await,
+        before,
+        "nothing lost or added"
+    );
+
+    // Stopped: connections refused, pooled connections dead.
+    dynamo.kill();
+    expect_clean_failure("stopped DynamoDB").await;
+    dynamo.restart();
+    assert_eq!(
+        contents(&server, &ids).await,
+        before,
+        "every basket made before the stop is back, unchanged"
+    );
+    server
+        .ok(
+            "add_item",
+            json!({ "basket_id": ids[0], "sku": "AFTER", "quantity": 1 }),
+        )
+        .await;
+    let id = server.ok("create_basket", json!({})).await["basket_id"].clone();
+    assert!(id.is_string());
+}
