@@ -149,8 +149,11 @@ async fn each_handle_operation_is_one_dynamodb_request_on_the_warm_connection() 
     let store = DynamoDbHandleStore::new(client(&proxy.url, &timeouts()).await, TABLE);
 
     store.check_table().await.unwrap();
-    assert_eq!(proxy.take(), ["DescribeTable"], "start-up check");
+    assert_eq!(proxy.take(), ["GetItem"], "start-up check");
     assert_eq!(proxy.connections(), 1);
+    // Start-up (Lambda INIT) and the first request are apart in time; back to back, the
+    // request could race the connection's return to the pool.
+    tokio::time::sleep(Duration::from_millis(100)).await;
 
     let alice = owner("alice");
     let mallory = owner("mallory");
@@ -252,8 +255,8 @@ async fn the_basket_warms_its_connection_at_start_up_and_each_call_costs_its_sto
     let server = Server::start(&env_refs(&env)).await;
     assert_eq!(
         proxy.take(),
-        ["DescribeTable"],
-        "from_config checks the table before serving"
+        ["GetItem"],
+        "from_config reads the table once before serving"
     );
     assert_eq!(proxy.connections(), 1);
 
@@ -405,6 +408,42 @@ async fn start_up_names_a_missing_table_and_survives_an_unreachable_endpoint() {
         "{stderr}"
     );
     assert!(stderr.contains("infra/handles-table.json"), "{stderr}");
+
+    // A table with another key: refused at start-up, before any handle is written.
+    let setup = client(&endpoint, &timeouts()).await;
+    let wrong = "mcp-handles-wrong-key";
+    let created = setup
+        .create_table()
+        .table_name(wrong)
+        .billing_mode(aws_sdk_dynamodb::types::BillingMode::PayPerRequest)
+        .attribute_definitions(
+            aws_sdk_dynamodb::types::AttributeDefinition::builder()
+                .attribute_name("id")
+                .attribute_type(aws_sdk_dynamodb::types::ScalarAttributeType::S)
+                .build()
+                .unwrap(),
+        )
+        .key_schema(
+            aws_sdk_dynamodb::types::KeySchemaElement::builder()
+                .attribute_name("id")
+                .key_type(aws_sdk_dynamodb::types::KeyType::Hash)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await;
+    if let Err(e) = created {
+        let code = e.as_service_error().and_then(|s| {
+            aws_sdk_dynamodb::error::ProvideErrorMetadata::code(s).map(str::to_owned)
+        });
+        assert_eq!(code.as_deref(), Some("ResourceInUseException"), "{e:?}");
+    }
+    let store = DynamoDbHandleStore::new(setup, wrong);
+    let err = store.check_table().await.unwrap_err().to_string();
+    assert!(
+        err.contains(wrong) && err.contains("string partition key pk"),
+        "{err}"
+    );
 
     // Nothing listening: the server starts (the endpoint may come back), and calls fail as
     // tool errors within the operation timeout.

@@ -71,7 +71,7 @@ type Item = HashMap<String, AttributeValue>;
 /// let timeouts = mcp_lambda::config::AwsTimeouts::default();
 /// let sdk = mcp_lambda::aws::loader(&timeouts).load().await;
 /// let store = DynamoDbHandleStore::new(aws_sdk_dynamodb::Client::new(&sdk), "mcp-handles");
-/// store.check_table().await?; // opens the connection and checks the key schema
+/// store.check_table().await?; // opens the connection, checks the table and the key
 /// # Ok(())
 /// # }
 /// ```
@@ -103,9 +103,13 @@ impl DynamoDbHandleStore {
         &self.table
     }
 
-    /// Describes the table: checks that it exists and has the key schema of
-    /// `infra/handles-table.json`, and leaves a warm connection in the client's pool. Call it
-    /// at start-up so the first request does not pay for the TCP and TLS handshakes.
+    /// Reads one item that never exists (`pk = "h#warm-up"`): checks that the table exists,
+    /// that its key is the string `pk` of `infra/handles-table.json`, and that this role may
+    /// read it, and leaves a warm connection in the client's pool. Call it at start-up (Lambda
+    /// INIT) so the first request does not pay for the TCP and TLS handshakes.
+    ///
+    /// A `GetItem` rather than `DescribeTable`, so the function's role needs nothing beyond the
+    /// four item operations it uses anyway.
     ///
     /// # Errors
     ///
@@ -113,59 +117,61 @@ impl DynamoDbHandleStore {
     /// schema, or DynamoDB refuses the call (no region, no credentials, no permission), and
     /// when it cannot be reached within the operation timeout.
     pub async fn check_table(&self) -> Result<(), crate::Error> {
-        self.describe().await.map_err(|(_, e)| e)
+        self.warm_up().await.map_err(|(_, e)| e)
     }
 
     /// [`check_table`](Self::check_table), telling whether a failure is the endpoint being away
     /// (`true`: timeout, connection refused) rather than a configuration mistake.
-    pub(crate) async fn describe(&self) -> Result<(), (bool, crate::Error)> {
+    pub(crate) async fn warm_up(&self) -> Result<(), (bool, crate::Error)> {
         let fail =
             |reason: String| crate::Error::Handles(format!("table {}: {reason}", self.table));
-        let out = self
+        let result = self
             .client
-            .describe_table()
+            .get_item()
             .table_name(self.table.as_ref())
+            .key(PK, s("h#warm-up"))
             .send()
-            .await
-            .map_err(|e| match (&e, e.as_service_error().and_then(|s| s.code())) {
-                (_, Some("ResourceNotFoundException")) => (
-                    false,
-                    fail(
-                        "not found: create it from infra/handles-table.json, or check MCP_HANDLES_TABLE and AWS_REGION"
-                            .into(),
-                    ),
-                ),
-                (SdkError::TimeoutError(_) | SdkError::DispatchFailure(_), _) => (
-                    true,
-                    fail(format!("cannot reach DynamoDB: {}", DisplayErrorContext(&e))),
-                ),
-                _ => (
-                    false,
-                    fail(format!("cannot describe it: {}", DisplayErrorContext(&e))),
-                ),
-            })?;
-        let table = out
-            .table()
-            .ok_or_else(|| (false, fail("no description".into())))?;
-        let key = table.key_schema();
-        let pk_is_string = table
-            .attribute_definitions()
-            .iter()
-            .any(|a| a.attribute_name() == PK && *a.attribute_type() == ScalarAttributeType::S);
-        if key.len() != 1
-            || key[0].attribute_name() != PK
-            || *key[0].key_type() != KeyType::Hash
-            || !pk_is_string
-        {
-            return Err((
+            .await;
+        let Err(e) = result else {
+            return Ok(());
+        };
+        let code = e.as_service_error().and_then(|s| s.code());
+        Err(match (&e, code) {
+            (_, Some("ResourceNotFoundException")) => (
                 false,
                 fail(
-                    "its key schema is not a string partition key named pk (see infra/handles-table.json)"
+                    "not found: create it from infra/handles-table.json, or check \
+                     MCP_HANDLES_TABLE and AWS_REGION"
                         .into(),
                 ),
-            ));
-        }
-        Ok(())
+            ),
+            (_, Some("ValidationException")) => (
+                false,
+                fail(format!(
+                    "its key is not the string partition key pk of infra/handles-table.json ({})",
+                    e.as_service_error().and_then(|s| s.message()).unwrap_or("")
+                )),
+            ),
+            (_, Some("AccessDeniedException")) => (
+                false,
+                fail(format!(
+                    "this role may not read it: allow dynamodb:GetItem, PutItem, UpdateItem and \
+                     DeleteItem on the table ({})",
+                    e.as_service_error().and_then(|s| s.message()).unwrap_or("")
+                )),
+            ),
+            (SdkError::TimeoutError(_) | SdkError::DispatchFailure(_), _) => (
+                true,
+                fail(format!(
+                    "cannot reach DynamoDB: {}",
+                    DisplayErrorContext(&e)
+                )),
+            ),
+            _ => (
+                false,
+                fail(format!("cannot read it: {}", DisplayErrorContext(&e))),
+            ),
+        })
     }
 
     /// Creates `table` as `infra/handles-table.json` describes (key schema, on-demand billing,

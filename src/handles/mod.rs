@@ -242,8 +242,9 @@ pub fn memory() -> Arc<dyn HandleStore> {
 ///
 /// Call it once at start-up (Lambda INIT): it builds the DynamoDB client with the configured
 /// timeouts (endpoint, region and credentials from the standard AWS environment, e.g.
-/// `AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000` for a local stand-in) and describes the
-/// table, which checks it and opens the connection before the first request.
+/// `AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000` for a local stand-in) and reads one
+/// (absent) item, which checks the table, its key and the permission, and opens the connection
+/// before the first request.
 ///
 /// # Errors
 ///
@@ -278,7 +279,7 @@ pub async fn from_config(config: &crate::Config) -> Result<Arc<dyn HandleStore>,
     }
     let store = DynamoDbHandleStore::new(aws_sdk_dynamodb::Client::new(&sdk), table.clone());
     let started = std::time::Instant::now();
-    match store.describe().await {
+    match store.warm_up().await {
         Ok(()) => tracing::info!(
             table = %table,
             elapsed_ms = started.elapsed().as_millis() as u64,
