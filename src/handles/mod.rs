@@ -2,9 +2,9 @@
 //!
 //! MCP 2026-07-28 is stateless: any request may land on any Lambda instance, so state that must
 //! outlive one call lives in a [`HandleStore`] and is referenced by an explicit id the client
-//! sends back each time (a basket id, a job id). The store is shaped for DynamoDB, one round trip
-//! per operation, and ships with an in-memory backend ([`MemoryHandleStore`]) for local use and
-//! tests.
+//! sends back each time (a basket id, a job id). Two backends: [`DynamoDbHandleStore`], one
+//! conditional request per operation on a table shared by every instance, and
+//! [`MemoryHandleStore`] for local use and tests. [`from_config`] picks one (`MCP_HANDLES_TABLE`).
 //!
 //! The rules every backend keeps:
 //!
