@@ -27,12 +27,27 @@ check() { # check NAME CMD... : a step that is one check
   echo "==> $1"
   if "${@:2}" >"$LOGS/$1.log" 2>&1; then count "$1" 1 0; else cat "$LOGS/$1.log"; count "$1" 0 1; fi
 }
+suite() { # suite NAME CMD... : a script that ends with "NAME: N passed, M failed"
+  echo "==> $1"
+  "${@:2}" >"$LOGS/$1.log" 2>&1
+  local rc=$? line p f
+  line=$(grep -E "^$1: [0-9]+ passed, [0-9]+ failed" "$LOGS/$1.log" | tail -1)
+  if [ -z "$line" ]; then
+    tail -n 40 "$LOGS/$1.log"; count "$1" 0 1; return
+  fi
+  p=$(echo "$line" | grep -Eo '[0-9]+ passed' | awk '{print $1}')
+  f=$(echo "$line" | grep -Eo '[0-9]+ failed' | awk '{print $1}')
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+  if [ "$f" -gt 0 ]; then tail -n 40 "$LOGS/$1.log"; fi
+  echo "$line"
+  count "$1" "$p" "$f"
+}
 
 # --- Rust: format, lints, build, unit + integration + doc tests ------------
 check fmt cargo fmt --check
 check clippy cargo clippy --all-targets --locked -- -D warnings
-echo "==> cargo test"
-cargo test --locked --all-targets 2>&1 | tee "$LOGS/cargo-test.log" | grep -E '^test result|FAILED|panicked' || true
+echo "==> cargo test (with DynamoDB Local on loopback for the DynamoDB tests)"
+scripts/dynamodb-tests.sh --locked --all-targets 2>&1 | tee "$LOGS/cargo-test.log" | grep -E '^test result|FAILED|panicked' || true
 cargo test --locked --doc 2>&1 | tee "$LOGS/cargo-doctest.log" | grep -E '^test result|FAILED' || true
 for log in "$LOGS/cargo-test.log" "$LOGS/cargo-doctest.log"; do
   p=$(grep -Eo '[0-9]+ passed' "$log" | awk '{s+=$1} END {print s+0}')
@@ -56,17 +71,14 @@ f=$(grep -Eo '[0-9]+ (failed|error)' "$LOGS/pytest.log" | awk '{s+=$1} END {prin
 [ "${p:-0}" -gt 0 ] || f=$((f + 1))
 count python-client "${p:-0}" "$f"
 
-# --- The official conformance suite ----------------------------------------
-echo "==> conformance (@modelcontextprotocol/conformance 0.2.0-alpha.12)"
-scripts/conformance.sh 2>&1 | tee "$LOGS/conformance.log" | grep -E '^(conformance:|✓|✗|Total|Baseline|Unexpected)' || true
-line=$(grep -E '^conformance: [0-9]+ passed, [0-9]+ failed' "$LOGS/conformance.log" | tail -1)
-if [ -n "$line" ]; then
-  p=$(echo "$line" | grep -Eo '[0-9]+ passed' | awk '{print $1}')
-  f=$(echo "$line" | grep -Eo '[0-9]+ failed' | awk '{print $1}')
-  count conformance "$p" "$f"
-else
-  count conformance 0 1
-fi
+# --- The official conformance suite (0.2.0-alpha.12, Node 22 from npm) -----
+suite conformance scripts/conformance.sh
+
+# --- Deployment: cfn-lint, sam validate --lint, cargo-lambda build/watch/invoke
+suite lambda scripts/lambda-tests.sh
+
+# --- The benchmark harness, smoke mode (every server answers, numbers come out)
+suite bench-smoke benches/side-by-side.sh --smoke
 
 echo
 if [ ${#failures[@]} -gt 0 ]; then echo "failing steps: ${failures[*]} (logs in $LOGS)"; fi
