@@ -60,7 +60,7 @@ use tokio::sync::broadcast;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let config = mcp_lambda::Config::from_env()?;
+    let config = mcp_lambda::Config::load().await?;
     mcp_lambda::init_tracing(&config);
     let server = ConformanceServer::new(config.request_state_codec());
     mcp_lambda::App::new(config)

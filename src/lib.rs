@@ -22,7 +22,7 @@
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), mcp_lambda::Error> {
-//!     let config = mcp_lambda::Config::from_env()?; // every knob, read once
+//!     let config = mcp_lambda::Config::load().await?; // every knob, read once
 //!     mcp_lambda::init_tracing(&config);
 //!     mcp_lambda::App::new(config).server(|| Hello).run().await
 //! }
