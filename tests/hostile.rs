@@ -1790,3 +1790,59 @@ async fn without_the_cdn_secret_every_path_is_403() {
     let count = run_table(server.addr, &table).await;
     println!("origin secret: {count} cases passed");
 }
+
+// ---------------------------------------------------------------------------
+// The catalogue as the fuzzer's seed corpus
+// ---------------------------------------------------------------------------
+
+/// With `HOSTILE_SEEDS_DIR` set, writes every catalogue case (and each body
+/// again with the fuzzer's header-helper flags) in the input format of
+/// `fuzz/fuzz_targets/request.rs`; `scripts/fuzz.sh --seeds` runs it. Without
+/// the variable it only checks that every case can be written.
+#[test]
+fn export_fuzz_seeds() {
+    let dir = std::env::var_os("HOSTILE_SEEDS_DIR").map(std::path::PathBuf::from);
+    let mut cases = Vec::new();
+    cases.extend(envelope_cases());
+    cases.extend(meta_cases());
+    cases.extend(header_cases());
+    cases.extend(size_and_params_cases());
+    cases.extend(method_and_path_cases());
+    let mut written = 0;
+    for case in cases
+        .iter()
+        .filter(|c| c.req.raw.is_none() && c.req.body.len() <= 16 * 1024)
+    {
+        let req = &case.req;
+        let mut exact = vec![0u8];
+        exact.extend(format!(":method {}\n:path {}\n", req.method, req.target).into_bytes());
+        for (k, v) in &req.headers {
+            exact.extend_from_slice(k.as_bytes());
+            exact.extend_from_slice(b": ");
+            exact.extend_from_slice(v);
+            exact.push(b'\n');
+        }
+        exact.push(b'\n');
+        exact.extend_from_slice(&req.body);
+        let mut helped = vec![0x3f];
+        helped.extend_from_slice(&req.body);
+        let slug: String = case
+            .name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        if let Some(dir) = &dir {
+            std::fs::create_dir_all(dir).unwrap();
+            std::fs::write(dir.join(format!("hostile-{slug}")), &exact).unwrap();
+            std::fs::write(dir.join(format!("hostile-{slug}-helped")), &helped).unwrap();
+        }
+        written += 1;
+    }
+    assert!(written >= 80, "only {written} seeds");
+}
