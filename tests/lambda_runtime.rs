@@ -321,24 +321,25 @@ fn basket() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_basket"))
 }
 
-/// `examples/progress.rs`, built beside the test binaries (`cargo test` builds examples; a
-/// single `--test lambda_runtime` run builds it here).
+/// `examples/progress.rs`, built here from this tree (a no-op when `cargo test` already built it).
 fn progress_example() -> PathBuf {
     let dir = Path::new(env!("CARGO_BIN_EXE_basket"))
         .parent()
         .unwrap()
         .join("examples");
-    let binary = dir.join("progress");
-    if !binary.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--example", "progress"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("running cargo build --example progress");
-        assert!(status.success(), "cargo build --example progress failed");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut build = Command::new(cargo);
+    build
+        .args(["build", "--example", "progress"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if !cfg!(debug_assertions) {
+        build.arg("--release");
     }
-    binary
+    let status = build
+        .status()
+        .expect("running cargo build --example progress");
+    assert!(status.success(), "cargo build --example progress failed");
+    dir.join("progress")
 }
 
 fn mcp_event(source_event: &str, id: u64, method: &str, params: Value) -> String {
