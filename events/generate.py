@@ -90,6 +90,8 @@ CASES = {
     "legacy_notification": ("POST", "/mcp", with_header(legacy(None, "notifications/initialized"), "MCP-Protocol-Version", "2025-11-25"), False),
     "get_mcp": ("GET", "/mcp", ({"Accept": "text/event-stream"}, None), False),
     "healthz": ("GET", "/healthz", ({"Accept": "*/*"}, None), False),
+    # RFC 9728 metadata; served when auth is on (the tests configure an issuer for this case).
+    "protected_resource_metadata": ("GET", "/.well-known/oauth-protected-resource/mcp", ({"Accept": "application/json"}, None), False),
 }
 
 # Cases only one source needs.

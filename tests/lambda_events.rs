@@ -24,6 +24,10 @@ const SOURCES: [&str; 4] = ["function_url", "rest_v1", "http_v2", "alb"];
 /// The secret `events/function_url_cdn_*.json` carry (or not) in `x-origin-secret`.
 const CDN_SECRET: &str = "events-cdn-secret-0123456789abcdef";
 
+/// The auth settings the `*_protected_resource_metadata` events are answered with.
+const ISSUER: &str = "https://auth.example.com";
+const AUDIENCE: &str = "https://mcp.example.com/mcp";
+
 /// What one case must answer.
 struct Expect {
     status: StatusCode,
@@ -63,7 +67,7 @@ fn expected(case: &str) -> Option<Expect> {
         "legacy_initialize" => rpc(200, None, Some(11)),
         "legacy_notification" => plain(202),
         "get_mcp" => plain(405),
-        "healthz" => plain(200),
+        "healthz" | "protected_resource_metadata" => plain(200),
         "cdn_secret_wrong" | "cdn_secret_missing" => plain(403),
         _ => return None,
     })
@@ -74,7 +78,27 @@ fn config(vars: &[(&str, &str)]) -> Config {
     Config::from_lookup(|name| vars.get(name).map(|v| v.to_string())).expect("valid test config")
 }
 
-fn service(cdn_secret: bool) -> McpService<tools::Basket> {
+/// Which configuration a case is answered with.
+#[derive(Clone, Copy, PartialEq)]
+enum Setup {
+    Plain,
+    CdnSecret,
+    Auth,
+}
+
+impl Setup {
+    fn for_case(case: &str) -> Setup {
+        if case.starts_with("cdn_") {
+            Setup::CdnSecret
+        } else if case == "protected_resource_metadata" {
+            Setup::Auth
+        } else {
+            Setup::Plain
+        }
+    }
+}
+
+fn service(setup: Setup) -> McpService<tools::Basket> {
     let hosts = [
         "abcdefghij1234567890klmnopqrstuv.lambda-url.us-east-1.on.aws",
         "a1b2c3d4e5.execute-api.us-east-1.amazonaws.com",
@@ -86,8 +110,15 @@ fn service(cdn_secret: bool) -> McpService<tools::Basket> {
         ("MCP_ALLOWED_HOSTS", hosts.as_str()),
         ("MCP_MAX_BODY_BYTES", "4096"),
     ];
-    if cdn_secret {
-        vars.push(("MCP_ORIGIN_SECRET", CDN_SECRET));
+    match setup {
+        Setup::Plain => {}
+        Setup::CdnSecret => vars.push(("MCP_ORIGIN_SECRET", CDN_SECRET)),
+        Setup::Auth => vars.extend([
+            ("MCP_AUTH_ISSUER", ISSUER),
+            ("MCP_AUTH_AUDIENCE", AUDIENCE),
+            ("MCP_AUTH_JWKS_URL", "https://auth.example.com/jwks.json"),
+            ("MCP_AUTH_SCOPES_SUPPORTED", "basket:read basket:write"),
+        ]),
     }
     let basket = tools::Basket::new(mcp_lambda::handles::memory(), Duration::from_secs(86_400));
     App::new(config(&vars))
@@ -182,18 +213,14 @@ fn check(name: &str, expect: &Expect, answer: &Answer, event: &str) {
 
 #[tokio::test]
 async fn every_event_gets_its_status_code_and_id_buffered_and_streamed() {
-    let plain = service(false);
-    let cdn = service(true);
+    let services = [Setup::Plain, Setup::CdnSecret, Setup::Auth].map(|s| (s, service(s)));
     let events = events();
     assert!(events.len() >= 60, "only {} events found", events.len());
     for (name, case, event) in &events {
         let expect = expected(case)
             .unwrap_or_else(|| panic!("{name}.json: no expectation for case {case:?}"));
-        let service = if case.starts_with("cdn_") {
-            &cdn
-        } else {
-            &plain
-        };
+        let setup = Setup::for_case(case);
+        let service = &services.iter().find(|(s, _)| *s == setup).unwrap().1;
 
         let answer = buffered(service, event).await;
         check(name, &expect, &answer, event);
@@ -234,7 +261,7 @@ async fn every_source_has_every_case() {
 
 #[tokio::test]
 async fn tool_calls_create_a_basket_whatever_the_envelope() {
-    let service = service(false);
+    let service = service(Setup::Plain);
     for (name, case, event) in events() {
         if !case.starts_with("tools_call") {
             continue;
@@ -252,7 +279,7 @@ async fn tool_calls_create_a_basket_whatever_the_envelope() {
 
 #[tokio::test]
 async fn discover_is_cacheable_and_405_names_post() {
-    let service = service(false);
+    let service = service(Setup::Plain);
     for (name, case, event) in events() {
         let answer = buffered(&service, &event).await;
         match case.as_str() {
@@ -269,7 +296,7 @@ async fn discover_is_cacheable_and_405_names_post() {
 
 #[tokio::test]
 async fn the_cdn_secret_header_never_reaches_the_handler_and_is_checked_on_every_route() {
-    let cdn = service(true);
+    let cdn = service(Setup::CdnSecret);
     // The same healthz event without the header is refused when a secret is configured.
     let event = std::fs::read_to_string(
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("events/function_url_healthz.json"),
@@ -280,4 +307,32 @@ async fn the_cdn_secret_header_never_reaches_the_handler_and_is_checked_on_every
     with_secret["headers"]["x-origin-secret"] = CDN_SECRET.into();
     let answer = buffered(&cdn, &with_secret.to_string()).await;
     assert_eq!(answer.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn the_protected_resource_metadata_names_the_issuer_and_is_cacheable() {
+    let auth = service(Setup::Auth);
+    let plain = service(Setup::Plain);
+    for (name, case, event) in events() {
+        if case != "protected_resource_metadata" {
+            continue;
+        }
+        let answer = buffered(&auth, &event).await;
+        let doc: Value = serde_json::from_slice(&answer.body).unwrap();
+        assert_eq!(doc["resource"], AUDIENCE, "{name}: {doc}");
+        assert_eq!(doc["authorization_servers"][0], ISSUER, "{name}: {doc}");
+        assert!(
+            answer.headers["cache-control"]
+                .to_str()
+                .unwrap()
+                .starts_with("public"),
+            "{name}"
+        );
+        // Auth off: there is no document.
+        assert_eq!(
+            buffered(&plain, &event).await.status,
+            StatusCode::NOT_FOUND,
+            "{name}"
+        );
+    }
 }
