@@ -79,16 +79,24 @@ flags+=" -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanit
 flags+=" -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing"
 flags+=" -Cllvm-args=-simplifycfg-branch-fold-threshold=0 -Cllvm-args=-sanitizer-coverage-stack-depth"
 flags+=" -Cdebug-assertions -Ccodegen-units=1"
-if [[ $mode == smoke ]]; then sanitizer=none; else sanitizer=address; flags+=" -Zsanitizer=address"; fi
+target_dir="$CARGO_TARGET_DIR"
+if [[ $mode != long ]]; then
+  sanitizer=none
+else
+  # Its own target dir: other RUSTFLAGS would rebuild the smoke build's artifacts in place.
+  sanitizer=address; flags+=" -Zsanitizer=address"; target_dir="$CARGO_TARGET_DIR/fuzz-asan"
+fi
 echo "==> building the fuzz target (sanitizer: $sanitizer)"
-if ! RUSTFLAGS="$flags" nice cargo build --manifest-path fuzz/Cargo.toml --locked \
+# The library's own lock file pins every shared dependency; cargo adds libfuzzer-sys to it.
+cp Cargo.lock fuzz/Cargo.lock
+if ! RUSTFLAGS="$flags" CARGO_TARGET_DIR="$target_dir" nice cargo build --manifest-path fuzz/Cargo.toml \
     --target x86_64-unknown-linux-gnu --release --config 'profile.release.debug="line-tables-only"' \
     --bin request >"$work/build.log" 2>&1; then
   tail -n 40 "$work/build.log"
   echo "fuzz: 0 passed, 1 failed"
   exit 1
 fi
-binary="$CARGO_TARGET_DIR/x86_64-unknown-linux-gnu/release/request"
+binary="$target_dir/x86_64-unknown-linux-gnu/release/request"
 
 if [[ $mode == repro ]]; then
   exec "$binary" -runs=1 "${2:?usage: scripts/fuzz.sh --repro <artifact>}"

@@ -80,6 +80,10 @@ suite lambda scripts/lambda-tests.sh
 # --- The benchmark harness, smoke mode (every server answers, numbers come out)
 suite bench-smoke benches/side-by-side.sh --smoke
 
+# --- Load on loopback (2 000 requests per store, memory and DynamoDB Local) and a 60 s fuzz
+suite load scripts/soak.sh --short
+suite fuzz scripts/fuzz.sh --smoke
+
 echo
 if [ ${#failures[@]} -gt 0 ]; then echo "failing steps: ${failures[*]} (logs in $LOGS)"; fi
 echo "all: $passed passed, $failed failed"
