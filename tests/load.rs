@@ -124,10 +124,13 @@ async fn start(env: &[(String, String)], client: &Client<HttpConnector, Full<Byt
     panic!("the basket binary did not become healthy");
 }
 
+/// Judges a result.
+type Check = Box<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
+
 /// What one request should get back.
 enum Want {
     /// A result; `check` judges it.
-    Result(Box<dyn Fn(&Value) -> Result<(), String> + Send + Sync>),
+    Result(Check),
     /// A JSON-RPC error with this status and code.
     Error(u16, i64),
 }
@@ -347,7 +350,7 @@ async fn client_loop(
     seed: usize,
 ) -> Vec<(String, BTreeMap<String, u64>)> {
     let mut baskets: Vec<(String, BTreeMap<String, u64>)> = Vec::new();
-    let mut step = seed;
+    let mut step = seed as u64;
     let take = || {
         budget
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
