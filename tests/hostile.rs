@@ -1440,7 +1440,7 @@ async fn five_hundred_slowloris_connections_do_not_starve_real_clients() {
         let start = Instant::now();
         still_serving(server.addr).await;
         assert!(
-            start.elapsed() < Duration::from_secs(1),
+            start.elapsed() < Duration::from_secs(2),
             "a good request took {:?}",
             start.elapsed()
         );
