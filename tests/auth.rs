@@ -530,3 +530,20 @@ async fn browsers_can_read_the_challenge() {
             .contains("authorization")
     );
 }
+
+#[tokio::test]
+async fn a_token_verified_once_is_refused_once_it_expires() {
+    // The second request is served from the verified-token cache; the third
+    // comes after `exp` and must not be.
+    let s = setup(&[("MCP_AUTH_LEEWAY_SECS", "0")]).await;
+    let mut claims = s.issuer.claims(AUDIENCE, "alice", "basic");
+    claims["exp"] = json!(now() + 2);
+    let token = s.keys[1].sign(&claims);
+    for _ in 0..2 {
+        assert_eq!(post(&s.service, bearer(call("echo_1"), &token)).await.status, 200);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
+    let a = post(&s.service, bearer(call("echo_1"), &token)).await;
+    assert_eq!(a.status, 401, "{}", a.text);
+    assert!(challenge(&a).contains("expired"), "{}", challenge(&a));
+}

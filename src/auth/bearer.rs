@@ -14,6 +14,7 @@ use super::{
     AuthSettings, Principal,
     jwks::Jwks,
     jwt::{self, TokenError},
+    token_cache::VerifiedTokens,
 };
 use crate::http::errors::HttpResponse;
 
@@ -22,6 +23,7 @@ use crate::http::errors::HttpResponse;
 pub struct Authenticator {
     settings: Arc<AuthSettings>,
     jwks: Jwks,
+    verified: VerifiedTokens,
     metadata_url: String,
 }
 
@@ -47,6 +49,7 @@ impl Authenticator {
         Self {
             settings,
             jwks,
+            verified: VerifiedTokens::default(),
             metadata_url,
         }
     }
@@ -98,19 +101,35 @@ impl Authenticator {
                 bearer_token(value, self.settings.max_token_bytes).map_err(&refuse)?
             }
         };
-        let parsed = jwt::parse(token, self.settings.max_token_bytes)
-            .map_err(|e| refuse(Challenge::InvalidToken(e)))?;
+        let (now, leeway) = (jwt::now_secs(), self.settings.leeway.as_secs_f64());
+        let principal = match self.verified.get(token, now, leeway) {
+            Some(verified) => verified.principal,
+            None => {
+                let verified = self
+                    .verify(token)
+                    .await
+                    .map_err(|e| refuse(Challenge::InvalidToken(e)))?;
+                let principal = verified.principal.clone();
+                self.verified.insert(token, verified, now, leeway);
+                principal
+            }
+        };
+        if !required.iter().all(|s| principal.has_scope(s)) {
+            return Err(refuse(Challenge::InsufficientScope));
+        }
+        Ok(Some(principal))
+    }
+
+    /// Full verification: parse, find the key (refreshing the JWKS for an
+    /// unknown `kid`, rate-limited), check the signature and the claims.
+    async fn verify(&self, token: &str) -> Result<jwt::Verified, TokenError> {
+        let parsed = jwt::parse(token, self.settings.max_token_bytes)?;
         let mut keys = self.jwks.current();
         if !jwt::has_key(&parsed, &keys) {
             tracing::warn!(kid = ?parsed.kid.as_deref().map(|k| k.chars().take(64).collect::<String>()), "unknown signing key; refreshing JWKS");
             keys = self.jwks.refresh().await;
         }
-        let principal = jwt::verify(&parsed, &keys, &self.settings)
-            .map_err(|e| refuse(Challenge::InvalidToken(e)))?;
-        if !required.iter().all(|s| principal.has_scope(s)) {
-            return Err(refuse(Challenge::InsufficientScope));
-        }
-        Ok(Some(principal))
+        jwt::verify(&parsed, &keys, &self.settings)
     }
 
     /// The refusal as an HTTP response with its `WWW-Authenticate` challenge.

@@ -226,20 +226,44 @@ pub(crate) fn parse(token: &str, max_bytes: usize) -> Result<Unverified<'_>, Tok
     })
 }
 
+/// A verified token: who it names and the window in which it is valid.
+#[derive(Debug, Clone)]
+pub(crate) struct Verified {
+    pub(crate) principal: Principal,
+    /// `nbf` and `exp` in epoch seconds, leeway not yet applied.
+    pub(crate) not_before: Option<f64>,
+    pub(crate) expires: f64,
+}
+
+impl Verified {
+    /// Whether the token is inside its validity window at `now`.
+    pub(crate) fn valid_at(&self, now: f64, leeway: f64) -> bool {
+        now <= self.expires + leeway && self.not_before.is_none_or(|nbf| now + leeway >= nbf)
+    }
+}
+
 /// Picks the key by `kid` (or the only key able to make `alg` when the
 /// token names none), verifies the signature and then the claims.
 pub(crate) fn verify(
     token: &Unverified<'_>,
     keys: &[Jwk],
     settings: &AuthSettings,
-) -> Result<Principal, TokenError> {
+) -> Result<Verified, TokenError> {
     let key = select_key(token, keys).ok_or(TokenError::UnknownKey)?;
     if !key.verify(&token.alg, token.signing_input.as_bytes(), &token.signature) {
         return Err(TokenError::Signature);
     }
     let claims: serde_json::Map<String, Value> =
         serde_json::from_slice(&token.payload).map_err(|_| TokenError::Malformed)?;
-    check_claims(&claims, settings, now_secs())
+    let principal = check_claims(&claims, settings, now_secs())?;
+    Ok(Verified {
+        principal,
+        not_before: claims.get("nbf").and_then(Value::as_f64),
+        expires: claims
+            .get("exp")
+            .and_then(Value::as_f64)
+            .ok_or(TokenError::Claim("exp"))?,
+    })
 }
 
 /// Whether some key could verify this token (else the JWKS may need a refresh).
@@ -262,7 +286,7 @@ fn select_key<'k>(token: &Unverified<'_>, keys: &'k [Jwk]) -> Option<&'k Jwk> {
     }
 }
 
-fn now_secs() -> f64 {
+pub(crate) fn now_secs() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())

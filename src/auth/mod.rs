@@ -7,6 +7,7 @@ mod jwt;
 pub(crate) mod metadata;
 mod principal;
 mod settings;
+mod token_cache;
 
 pub use bearer::{Authenticator, Challenge};
 pub use jwt::TokenError;
