@@ -35,6 +35,8 @@ use serde_json::Value;
 
 pub(crate) use cursor::{CursorSigner, ListKind};
 
+use crate::http::CacheSlot;
+
 use crate::{
     Principal,
     config::{CacheHint, CacheScope, Config},
@@ -152,6 +154,14 @@ impl<H> Hosted<H> {
     }
 }
 
+/// Hands the hint just put in the body to the HTTP front, which mirrors it
+/// into `Cache-Control` without reading the body again.
+fn record(slot: Option<CacheSlot>, ttl_ms: Option<u64>, scope: Option<RmcpCacheScope>) {
+    if let (Some(slot), Some(ttl_ms), Some(scope)) = (slot, ttl_ms, scope) {
+        slot.set(ttl_ms, scope == RmcpCacheScope::Public);
+    }
+}
+
 /// Whether the request speaks 2026-07-28 or later (its `_meta` says so).
 fn is_modern(context: &RequestContext<RoleServer>) -> bool {
     context
@@ -200,10 +210,12 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         &self,
         context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
+        let slot = CacheSlot::of(&context);
         let mut result = self.inner.discover(context).await?;
         let (ttl, scope) = self.settings.hint("server/discover", true);
         result.ttl_ms = ttl.unwrap_or_default();
         result.cache_scope = scope.unwrap_or(RmcpCacheScope::Private);
+        record(slot, Some(result.ttl_ms), Some(result.cache_scope));
         self.settings.stamp(&mut result.meta);
         Ok(result)
     }
@@ -246,6 +258,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let modern = is_modern(&context);
+        let slot = CacheSlot::of(&context);
         let mut result = self
             .inner
             .list_prompts(strip_cursor(&request), context)
@@ -256,6 +269,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
                     .paginate(ListKind::Prompts, request.as_ref(), &mut result.prompts)?;
         }
         (result.ttl_ms, result.cache_scope) = self.settings.hint("prompts/list", modern);
+        record(slot, result.ttl_ms, result.cache_scope);
         self.settings.stamp(&mut result.meta);
         Ok(result)
     }
@@ -266,6 +280,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let modern = is_modern(&context);
+        let slot = CacheSlot::of(&context);
         let mut result = self
             .inner
             .list_resources(strip_cursor(&request), context)
@@ -278,6 +293,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             )?;
         }
         (result.ttl_ms, result.cache_scope) = self.settings.hint("resources/list", modern);
+        record(slot, result.ttl_ms, result.cache_scope);
         self.settings.stamp(&mut result.meta);
         Ok(result)
     }
@@ -288,6 +304,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let modern = is_modern(&context);
+        let slot = CacheSlot::of(&context);
         let mut result = self
             .inner
             .list_resource_templates(strip_cursor(&request), context)
@@ -301,6 +318,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         }
         (result.ttl_ms, result.cache_scope) =
             self.settings.hint("resources/templates/list", modern);
+        record(slot, result.ttl_ms, result.cache_scope);
         self.settings.stamp(&mut result.meta);
         Ok(result)
     }
@@ -311,10 +329,12 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let modern = is_modern(&context);
+        let slot = CacheSlot::of(&context);
         let mut response = self.inner.read_resource(request, context).await?;
         match &mut response {
             ReadResourceResponse::Complete(result) => {
                 (result.ttl_ms, result.cache_scope) = self.settings.hint("resources/read", modern);
+                record(slot, result.ttl_ms, result.cache_scope);
                 self.settings.stamp(&mut result.meta);
             }
             ReadResourceResponse::InputRequired(result) => self.settings.stamp(&mut result.meta),
@@ -370,6 +390,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let modern = is_modern(&context);
+        let slot = CacheSlot::of(&context);
         let principal = Principal::from_request(&context);
         let mut result = self
             .inner
@@ -388,6 +409,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             // The list depends on who asks: shared caches must not reuse it.
             result.cache_scope = Some(RmcpCacheScope::Private);
         }
+        record(slot, result.ttl_ms, result.cache_scope);
         self.settings.stamp(&mut result.meta);
         Ok(result)
     }

@@ -1,107 +1,115 @@
 //! `ttlMs`/`cacheScope` mirrored into `Cache-Control`.
 //!
-//! The body's hints are the source of truth (the [`Hosted`](crate::handler::Hosted)
-//! wrapper sets them from configuration); HTTP caches get the same answer:
-//! `public|private, max-age=<seconds>` for a complete cacheable result,
-//! `Vary: Authorization` when private, and `no-store` for everything else
-//! (tool calls, errors, `input_required` rounds and SSE streams).
+//! The [`Hosted`](crate::Hosted) wrapper puts the hints into the result body
+//! and, through a [`CacheSlot`] in the request's extensions, hands the same
+//! values to this layer, so HTTP caches get the body's answer without the
+//! body being read again: `public|private, max-age=<seconds>` for a complete
+//! cacheable result, `Vary: Authorization` when private, and `no-store` for
+//! everything else (tool calls, errors, `input_required` rounds, SSE streams).
 
-use bytes::Bytes;
-use http::{HeaderValue, header};
-use http_body_util::{BodyExt, Full};
-use serde::Deserialize;
-use serde::de::IgnoredAny;
+use std::sync::{Arc, OnceLock};
+
+use http::{HeaderValue, StatusCode, header};
 
 use super::errors::HttpResponse;
 
-#[derive(Deserialize)]
-struct Peek {
-    result: Option<PeekResult>,
-    #[allow(dead_code)]
-    error: Option<IgnoredAny>,
-}
+/// Where the handler wrapper leaves the hint of a cacheable result.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CacheSlot(Arc<OnceLock<(u64, bool)>>);
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PeekResult {
-    result_type: Option<String>,
-    ttl_ms: Option<u64>,
-    cache_scope: Option<String>,
-}
+impl CacheSlot {
+    /// The slot of the request being handled, if the front put one there.
+    pub(crate) fn of(context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> Option<Self> {
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<CacheSlot>())
+            .cloned()
+    }
 
-/// The `Cache-Control` value for a JSON-RPC response body.
-pub(crate) fn cache_control(body: &[u8]) -> HeaderValue {
-    let Ok(Peek {
-        result: Some(result),
-        ..
-    }) = serde_json::from_slice::<Peek>(body)
-    else {
-        return HeaderValue::from_static("no-store");
-    };
-    let complete = result
-        .result_type
-        .as_deref()
-        .is_none_or(|t| t == "complete");
-    match (complete, result.ttl_ms, result.cache_scope.as_deref()) {
-        (true, Some(ttl), Some(scope @ ("public" | "private"))) => {
-            HeaderValue::from_str(&format!("{scope}, max-age={}", ttl / 1000))
-                .expect("ASCII digits and letters")
-        }
-        _ => HeaderValue::from_static("no-store"),
+    pub(crate) fn set(&self, ttl_ms: u64, public: bool) {
+        let _ = self.0.set((ttl_ms, public));
     }
 }
 
-/// Sets `Cache-Control` (and `Vary`) on an rmcp response.
-pub(crate) async fn apply(response: HttpResponse) -> HttpResponse {
-    let is_json = response
+/// The `Cache-Control` value for a hint.
+pub(crate) fn cache_control(ttl_ms: u64, public: bool) -> HeaderValue {
+    let scope = if public { "public" } else { "private" };
+    HeaderValue::from_str(&format!("{scope}, max-age={}", ttl_ms / 1000))
+        .expect("ASCII digits and letters")
+}
+
+/// Sets `Cache-Control` (and `Vary`) on rmcp's response.
+pub(crate) fn apply(mut response: HttpResponse, slot: &CacheSlot) -> HttpResponse {
+    let json = response
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if !is_json {
-        let mut response = response;
-        response
-            .headers_mut()
-            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        return response;
+    let hint = (response.status() == StatusCode::OK && json)
+        .then(|| slot.0.get().copied())
+        .flatten();
+    let headers = response.headers_mut();
+    match hint {
+        Some((ttl_ms, public)) => {
+            if !public {
+                headers.append(header::VARY, HeaderValue::from_static("Authorization"));
+            }
+            headers.insert(header::CACHE_CONTROL, cache_control(ttl_ms, public));
+        }
+        None => {
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        }
     }
-    let (mut parts, body) = response.into_parts();
-    // JSON answers are already whole in memory, so this collect does not wait.
-    let bytes: Bytes = body
-        .collect()
-        .await
-        .map(|c| c.to_bytes())
-        .unwrap_or_default();
-    let value = cache_control(&bytes);
-    if value.as_bytes().starts_with(b"private") {
-        parts
-            .headers
-            .append(header::VARY, HeaderValue::from_static("Authorization"));
-    }
-    parts.headers.insert(header::CACHE_CONTROL, value);
-    HttpResponse::from_parts(parts, Full::new(bytes).boxed())
+    response
 }
 
 #[cfg(test)]
 mod tests {
-    use super::cache_control;
+    use super::*;
+    use http_body_util::BodyExt as _;
 
-    #[test]
-    fn cacheable_results_mirror_their_hints() {
-        let body = br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","ttlMs":300000,"cacheScope":"public","tools":[]}}"#;
-        assert_eq!(cache_control(body), "public, max-age=300");
-        let body = br#"{"jsonrpc":"2.0","id":1,"result":{"ttlMs":1500,"cacheScope":"private"}}"#;
-        assert_eq!(cache_control(body), "private, max-age=1");
+    fn json_ok() -> HttpResponse {
+        http::Response::builder()
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(http_body_util::Full::new(bytes::Bytes::new()).boxed())
+            .unwrap()
     }
 
     #[test]
-    fn calls_errors_and_input_required_are_not_stored() {
-        for body in [
-            &br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[]}}"#[..],
-            br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"x"}}"#,
-            br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","ttlMs":5,"cacheScope":"public"}}"#,
-            b"not json",
-        ] {
-            assert_eq!(cache_control(body), "no-store");
-        }
+    fn recorded_hints_become_cache_control() {
+        let slot = CacheSlot::default();
+        slot.set(300_000, true);
+        let r = apply(json_ok(), &slot);
+        assert_eq!(r.headers()[header::CACHE_CONTROL], "public, max-age=300");
+        assert!(r.headers().get(header::VARY).is_none());
+        let slot = CacheSlot::default();
+        slot.set(1_500, false);
+        let r = apply(json_ok(), &slot);
+        assert_eq!(r.headers()[header::CACHE_CONTROL], "private, max-age=1");
+        assert_eq!(r.headers()[header::VARY], "Authorization");
+    }
+
+    #[test]
+    fn no_hint_errors_and_streams_are_not_stored() {
+        assert_eq!(
+            apply(json_ok(), &CacheSlot::default()).headers()[header::CACHE_CONTROL],
+            "no-store"
+        );
+        let slot = CacheSlot::default();
+        slot.set(1_000, true);
+        let mut error = json_ok();
+        *error.status_mut() = StatusCode::BAD_REQUEST;
+        assert_eq!(
+            apply(error, &slot).headers()[header::CACHE_CONTROL],
+            "no-store"
+        );
+        let sse = http::Response::builder()
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .body(http_body_util::Full::new(bytes::Bytes::new()).boxed())
+            .unwrap();
+        assert_eq!(
+            apply(sse, &slot).headers()[header::CACHE_CONTROL],
+            "no-store"
+        );
     }
 }

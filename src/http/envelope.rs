@@ -56,6 +56,10 @@ pub(crate) struct Checked {
     /// `params.name` of `tools/call` and `prompts/get`, `params.uri` of `resources/read`.
     pub(crate) name: Option<String>,
     pub(crate) era: Era,
+    /// The request id, to echo in a refusal made after rmcp answered.
+    pub(crate) id: Option<Value>,
+    /// Whether the body had `params`.
+    pub(crate) has_params: bool,
 }
 
 /// A refusal plus the request id to echo, when one was read.
@@ -72,13 +76,17 @@ pub(crate) fn check(
     supported: &[String],
     session_replies: bool,
 ) -> Result<Checked, Refusal> {
-    let value: Value = serde_json::from_slice(body).map_err(|_| (Rejection::ParseError, None))?;
-    if serde_json::from_slice::<UniqueKeys>(body).is_err() {
-        return Err((
-            Rejection::InvalidRequest("the body repeats a key in one of its objects"),
-            None,
-        ));
-    }
+    let value = match serde_json::from_slice::<StrictValue>(body) {
+        Ok(StrictValue(value)) => value,
+        // Our visitor's only refusal is a repeated key; anything else is syntax.
+        Err(error) if error.classify() == serde_json::error::Category::Data => {
+            return Err((
+                Rejection::InvalidRequest("the body repeats a key in one of its objects"),
+                None,
+            ));
+        }
+        Err(_) => return Err((Rejection::ParseError, None)),
+    };
     let mut object = match value {
         Value::Object(object) => object,
         Value::Array(_) => return Err((Rejection::Batch, None)),
@@ -120,6 +128,8 @@ pub(crate) fn check(
                 method: String::new(),
                 name: None,
                 era: Era::Legacy,
+                id,
+                has_params: false,
             });
         }
         None if object.contains_key("result") || object.contains_key("error") => {
@@ -160,7 +170,9 @@ pub(crate) fn check(
         return Ok(Checked {
             method,
             name,
-            era: if legacy { Era::Legacy } else { Era::Modern },
+            era,
+            id,
+            has_params,
         });
     }
 
@@ -239,12 +251,48 @@ pub(crate) fn check(
     if REMOVED_METHODS.contains(&method.as_str()) {
         return Err(refuse(Rejection::MethodNotFound(method)));
     }
-    decodes_like_rmcp(body, Era::Modern, has_params).map_err(&refuse)?;
+    // rmcp 3.11 silently drops a list's `params` that do not fit (first page
+    // instead of an error); the rest of its decoding gaps show up as refusals
+    // and are explained by `explain_rmcp_refusal` on the error path only.
+    if LIST_METHODS.contains(&method.as_str())
+        && params
+            .and_then(|p| p.get("cursor"))
+            .is_some_and(|cursor| !cursor.is_string())
+    {
+        return Err(refuse(Rejection::InvalidParams(
+            "cursor must be a string".into(),
+        )));
+    }
     Ok(Checked {
         method,
         name,
         era: Era::Modern,
+        id,
+        has_params,
     })
+}
+
+const LIST_METHODS: &[&str] = &[
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+];
+
+/// Whether rmcp's answer to a 2026-07-28 request may hide a decoding gap:
+/// a plain-text 415 (an unreadable message) or a -32601 for a method it knows
+/// (params that did not fit its type).
+pub(crate) fn may_hide_decoding_gap(checked: &Checked, status: http::StatusCode) -> bool {
+    status == http::StatusCode::UNSUPPORTED_MEDIA_TYPE
+        || (status == http::StatusCode::NOT_FOUND
+            && checked.era == Era::Modern
+            && TYPED_METHODS.contains(&checked.method.as_str()))
+}
+
+/// The spec's answer when rmcp refused `body` for a decoding gap, or `None`
+/// when rmcp's own refusal stands (e.g. -32601 for a capability not offered).
+pub(crate) fn explain_rmcp_refusal(body: &[u8], checked: &Checked) -> Option<Rejection> {
+    decodes_like_rmcp(body, checked.era, checked.has_params).err()
 }
 
 /// Methods rmcp decodes into a typed request. When `params` do not fit the
@@ -344,55 +392,64 @@ fn malformed_optional_meta(meta: &Value) -> Option<String> {
     None
 }
 
-/// Any JSON value whose objects never repeat a key (RFC 8259 §4: names SHOULD
-/// be unique; serde_json keeps the last, other parsers the first).
-struct UniqueKeys;
+/// A `serde_json::Value` parsed in one pass that refuses a key repeated in
+/// any object: parsers disagree on which duplicate wins, and every layer must
+/// read the same request.
+struct StrictValue(Value);
 
-impl<'de> serde::Deserialize<'de> for UniqueKeys {
+impl<'de> serde::Deserialize<'de> for StrictValue {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(UniqueKeysVisitor)
+        deserializer.deserialize_any(StrictVisitor)
     }
 }
 
-struct UniqueKeysVisitor;
+struct StrictVisitor;
 
-impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
-    type Value = UniqueKeys;
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = StrictValue;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a JSON value")
     }
-    fn visit_bool<E>(self, _: bool) -> Result<UniqueKeys, E> {
-        Ok(UniqueKeys)
+    fn visit_bool<E>(self, v: bool) -> Result<StrictValue, E> {
+        Ok(StrictValue(Value::Bool(v)))
     }
-    fn visit_i64<E>(self, _: i64) -> Result<UniqueKeys, E> {
-        Ok(UniqueKeys)
+    fn visit_i64<E>(self, v: i64) -> Result<StrictValue, E> {
+        Ok(StrictValue(Value::Number(v.into())))
     }
-    fn visit_u64<E>(self, _: u64) -> Result<UniqueKeys, E> {
-        Ok(UniqueKeys)
+    fn visit_u64<E>(self, v: u64) -> Result<StrictValue, E> {
+        Ok(StrictValue(Value::Number(v.into())))
     }
-    fn visit_f64<E>(self, _: f64) -> Result<UniqueKeys, E> {
-        Ok(UniqueKeys)
+    fn visit_f64<E>(self, v: f64) -> Result<StrictValue, E> {
+        Ok(StrictValue(
+            serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
+        ))
     }
-    fn visit_str<E>(self, _: &str) -> Result<UniqueKeys, E> {
-        Ok(UniqueKeys)
+    fn visit_str<E>(self, v: &str) -> Result<StrictValue, E> {
+        Ok(StrictValue(Value::String(v.to_owned())))
     }
-    fn visit_unit<E>(self) -> Result<UniqueKeys, E> {
-        Ok(UniqueKeys)
+    fn visit_string<E>(self, v: String) -> Result<StrictValue, E> {
+        Ok(StrictValue(Value::String(v)))
     }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<UniqueKeys, A::Error> {
-        while seq.next_element::<UniqueKeys>()?.is_some() {}
-        Ok(UniqueKeys)
+    fn visit_unit<E>(self) -> Result<StrictValue, E> {
+        Ok(StrictValue(Value::Null))
     }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<UniqueKeys, A::Error> {
-        let mut seen = std::collections::HashSet::new();
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<StrictValue, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(StrictValue(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(StrictValue(Value::Array(items)))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<StrictValue, A::Error> {
+        let mut object = serde_json::Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if !seen.insert(key) {
+            let StrictValue(value) = map.next_value()?;
+            if object.insert(key, value).is_some() {
                 return Err(serde::de::Error::custom("a repeated key"));
             }
-            map.next_value::<UniqueKeys>()?;
         }
-        Ok(UniqueKeys)
+        Ok(StrictValue(Value::Object(object)))
     }
 }
 
@@ -526,7 +583,17 @@ mod tests {
             let mut h = headers(method);
             h.insert("mcp-name", "5".parse().unwrap());
             let supported = ["2026-07-28".to_string()];
-            let (rejection, id) = check(&h, body.as_bytes(), &supported, false).unwrap_err();
+            // Refused up front (a list cursor), or explained once rmcp has
+            // refused the request (its -32601 for a method it knows).
+            let (rejection, id) = match check(&h, body.as_bytes(), &supported, false) {
+                Err(refusal) => refusal,
+                Ok(checked) => {
+                    assert!(may_hide_decoding_gap(&checked, http::StatusCode::NOT_FOUND));
+                    let rejection = explain_rmcp_refusal(body.as_bytes(), &checked)
+                        .unwrap_or_else(|| panic!("{body} was not explained"));
+                    (rejection, checked.id)
+                }
+            };
             assert_eq!(rejection.json_rpc_code(), -32602, "{body}");
             assert_eq!(id, Some(Value::from("r")));
         }

@@ -8,6 +8,7 @@ pub mod errors;
 mod origin_secret;
 mod routes;
 
+pub(crate) use cache_headers::CacheSlot;
 pub(crate) use deadline::Deadline;
 pub(crate) use origin_secret::OriginSecretCheck;
 pub(crate) use routes::FrontSettings;

@@ -57,7 +57,7 @@ pub(crate) struct FrontSettings {
 /// Built once by [`App`](crate::App) and cloned per connection or invocation
 /// (clones share everything).
 pub struct McpService<H> {
-    rmcp: StreamableHttpService<Hosted<H>, LocalSessionManager>,
+    rmcp: Arc<StreamableHttpService<Hosted<H>, LocalSessionManager>>,
     front: Arc<FrontSettings>,
 }
 
@@ -75,7 +75,10 @@ impl<H> McpService<H> {
         rmcp: StreamableHttpService<Hosted<H>, LocalSessionManager>,
         front: Arc<FrontSettings>,
     ) -> Self {
-        Self { rmcp, front }
+        Self {
+            rmcp: Arc::new(rmcp),
+            front,
+        }
     }
 }
 
@@ -253,11 +256,21 @@ impl<H: ServerHandler> McpService<H> {
                 }
             }
         }
+        let slot = cache_headers::CacheSlot::default();
+        parts.extensions.insert(slot.clone());
+        let explain = (checked.era == Era::Modern).then(|| body.clone());
         let response = self
             .rmcp
             .handle(Request::from_parts(parts, Full::new(body)))
             .await;
-        cache_headers::apply(response).await
+        if envelope::may_hide_decoding_gap(&checked, response.status())
+            && let Some(rejection) = explain
+                .as_deref()
+                .and_then(|body| envelope::explain_rmcp_refusal(body, &checked))
+        {
+            return rejection.into_response(checked.id.as_ref());
+        }
+        cache_headers::apply(response, &slot)
     }
 }
 
