@@ -540,7 +540,12 @@ async fn a_token_verified_once_is_refused_once_it_expires() {
     claims["exp"] = json!(now() + 2);
     let token = s.keys[1].sign(&claims);
     for _ in 0..2 {
-        assert_eq!(post(&s.service, bearer(call("echo_1"), &token)).await.status, 200);
+        assert_eq!(
+            post(&s.service, bearer(call("echo_1"), &token))
+                .await
+                .status,
+            200
+        );
     }
     tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
     let a = post(&s.service, bearer(call("echo_1"), &token)).await;
