@@ -312,10 +312,12 @@ fn check_media_types(headers: &mut http::HeaderMap) -> Result<(), Rejection> {
         return Err(Rejection::UnsupportedMediaType);
     }
     let (mut json, mut sse, mut any) = (false, false, false);
+    // Whether both types are named exactly, as rmcp wants to see them.
+    let (mut named_json, mut named_sse) = (false, false);
     for value in headers.get_all(header::ACCEPT) {
         for entry in value.to_str().unwrap_or("").split(',') {
             let mut params = entry.split(';');
-            let essence = params.next().unwrap_or("").trim().to_ascii_lowercase();
+            let essence = params.next().unwrap_or("").trim();
             let refused = params.any(|p| {
                 let p = p.trim();
                 p.eq_ignore_ascii_case("q=0")
@@ -324,23 +326,24 @@ fn check_media_types(headers: &mut http::HeaderMap) -> Result<(), Rejection> {
             if refused {
                 continue;
             }
-            match essence.as_str() {
-                "application/json" => json = true,
-                "text/event-stream" => sse = true,
-                "application/*" => json = true,
-                "text/*" => sse = true,
-                "*/*" => any = true,
-                _ => {}
-            }
+            let is = |name: &str| essence.eq_ignore_ascii_case(name);
+            named_json |= is("application/json");
+            named_sse |= is("text/event-stream");
+            json |= named_json || is("application/*");
+            sse |= named_sse || is("text/*");
+            any |= is("*/*");
         }
     }
     let listed = headers.contains_key(header::ACCEPT);
     if listed && !any && !(json && sse) {
         return Err(Rejection::NotAcceptable);
     }
-    headers.insert(
-        header::ACCEPT,
-        HeaderValue::from_static("application/json, text/event-stream"),
-    );
+    // rmcp insists on both types by name; rewrite only when it would not see them.
+    if !(named_json && named_sse) {
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+    }
     Ok(())
 }
