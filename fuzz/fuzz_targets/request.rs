@@ -68,9 +68,8 @@ fn harness() -> &'static Harness {
         let config =
             Config::from_lookup(|name| vars.get(name).map(|v| v.to_string())).expect("config");
         let basket = tools::Basket::new(mcp_lambda::handles::memory(), config.handle_ttl);
-        let service = runtime.block_on(async {
-            App::new(config).server(move || basket.clone()).service()
-        });
+        let service =
+            runtime.block_on(async { App::new(config).server(move || basket.clone()).service() });
         Harness { runtime, service }
     })
 }
@@ -135,7 +134,10 @@ fn build(data: &[u8]) -> Option<http::Request<Full<Bytes>>> {
     add(0x08, "mcp-name", name.as_deref());
     add(0x20, "accept", Some("application/json, text/event-stream"));
     if !headers.contains_key(http::header::HOST) {
-        headers.insert(http::header::HOST, http::HeaderValue::from_static("127.0.0.1"));
+        headers.insert(
+            http::header::HOST,
+            http::HeaderValue::from_static("127.0.0.1"),
+        );
     }
     let mut request = http::Request::builder()
         .method(method.as_str())
@@ -169,7 +171,10 @@ fuzz_target!(|data: &[u8]| {
         (parts.status, parts.headers, bytes)
     });
     if trace() {
-        eprintln!("{status} {}", String::from_utf8_lossy(&bytes[..bytes.len().min(160)]));
+        eprintln!(
+            "{status} {}",
+            String::from_utf8_lossy(&bytes[..bytes.len().min(160)])
+        );
     }
     assert!(
         !status.is_server_error(),
@@ -181,7 +186,10 @@ fuzz_target!(|data: &[u8]| {
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
     if is_json && on_mcp_post {
         let value: Value = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-            panic!("{status} JSON answer does not parse ({e}): {:?}", String::from_utf8_lossy(&bytes))
+            panic!(
+                "{status} JSON answer does not parse ({e}): {:?}",
+                String::from_utf8_lossy(&bytes)
+            )
         });
         assert_eq!(value["jsonrpc"], "2.0", "{value}");
         assert!(
