@@ -2,7 +2,8 @@
 //! mcp-lambda compared with the same handler on bare rmcp, with auth off and on (per signing
 //! algorithm, warm JWKS), and what the front costs when it refuses a request by itself.
 //!
-//! Run with: `cargo bench --bench in_process` (needs `openssl` for the RSA test key).
+//! Run with: `cargo bench --bench in_process` (needs `openssl` for the RSA test key; signing the
+//! 5000 distinct RS256 and PS256 tokens for `auth/authorize_new` takes a few seconds).
 //!
 //! The front's pieces (envelope checks, cache-header mapping) are private, so they are measured
 //! through the public service: refusals never reach rmcp, so `front/*` is the front alone; the
@@ -253,6 +254,10 @@ impl Keys {
 
 const ALGS: [&str; 4] = ["RS256", "PS256", "ES256", "EdDSA"];
 
+/// Distinct tokens per algorithm for `auth/authorize_new`: more than the 4096 verified tokens
+/// the authenticator remembers.
+const NEW_TOKENS: usize = 5000;
+
 fn auth(c: &mut Criterion) {
     let rt: Runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -275,11 +280,16 @@ fn auth(c: &mut Criterion) {
     let authenticator = Authenticator::new(Arc::new(settings));
     rt.block_on(authenticator.warm());
     let uri: http::Uri = "http://127.0.0.1:3000/mcp".parse().unwrap();
-    let mut group = c.benchmark_group("auth/authorize");
-    for alg in ALGS {
+    let authorize = |token: &str| {
         let mut headers = http::HeaderMap::new();
-        let bearer = format!("Bearer {}", keys.token(alg, &claims));
+        let bearer = format!("Bearer {token}");
         headers.insert(http::header::AUTHORIZATION, bearer.parse().unwrap());
+        headers
+    };
+    // A token seen before: the authenticator remembers it (by SHA-256, until `exp`).
+    let mut group = c.benchmark_group("auth/authorize_repeat");
+    for alg in ALGS {
+        let headers = authorize(&keys.token(alg, &claims));
         rt.block_on(authenticator.authorize(&headers, &uri, "tools/list", None))
             .expect("a valid token");
         group.bench_function(alg, |b| {
@@ -290,8 +300,30 @@ fn auth(c: &mut Criterion) {
         });
     }
     group.finish();
+    // A token never seen: the signature is checked. A pool of distinct tokens (a `jti` each)
+    // larger than the authenticator's memory of 4096, cycled, so every request misses it.
+    let mut group = c.benchmark_group("auth/authorize_new");
+    for alg in ALGS {
+        let pool: Vec<http::HeaderMap> = (0..NEW_TOKENS)
+            .map(|i| {
+                let mut claims = claims.clone();
+                claims["jti"] = json!(format!("bench-{i}"));
+                authorize(&keys.token(alg, &claims))
+            })
+            .collect();
+        let mut next = pool.iter().cycle();
+        group.bench_function(alg, |b| {
+            b.iter(|| {
+                let headers = next.next().unwrap();
+                rt.block_on(authenticator.authorize(black_box(headers), &uri, "tools/list", None))
+                    .unwrap()
+            })
+        });
+    }
+    group.finish();
 
-    // The whole request, auth off and on: the ratio is what auth adds to a request.
+    // The whole request, auth off and on (the same token each time, as a client sends it):
+    // the ratio is what auth adds to a request.
     let tools = BenchTools::new();
     let off = App::new(config(&[])).server({
         let tools = tools.clone();

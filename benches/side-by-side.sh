@@ -71,13 +71,16 @@ setup() {
     echo "==> npm ci (benches/ts)"
     (cd benches/ts && npm ci --no-audit --no-fund) >"$OUT/npm.log" 2>&1 || { cat "$OUT/npm.log"; return 1; }
   fi
-  local want
-  want=$(printf '%s\n' "${PY_PKGS[@]}" | sed 's/\[.*\]//' | sort | tr '\n' ' ')
-  if [ ! -f "$VENV/.bench-pkgs" ] || ! grep -qxF "$want" "$VENV/.bench-pkgs"; then
-    echo "==> Python venv ($VENV)"
-    { [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"; } && "$VENV/bin/pip" install -q "${PY_PKGS[@]}" \
+  # The venv is shared by both modes: install only what is missing from it.
+  local pkg missing=()
+  for pkg in "${PY_PKGS[@]}"; do
+    grep -qxF "$pkg" "$VENV/.bench-pkgs" 2>/dev/null || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "==> Python venv ($VENV): ${missing[*]}"
+    { [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"; } && "$VENV/bin/pip" install -q "${missing[@]}" \
       >"$OUT/pip.log" 2>&1 || { cat "$OUT/pip.log"; return 1; }
-    echo "$want" >"$VENV/.bench-pkgs"
+    printf '%s\n' "${missing[@]}" >>"$VENV/.bench-pkgs"
   fi
   echo "==> cargo build ($PROFILE): bench_server bench_rmcp bench_hyper bench_harness"
   local flags=()
