@@ -3,6 +3,10 @@
 //!
 //! - one DynamoDB request per handle operation, counted by a loopback proxy in front of the
 //!   endpoint, and the connection opened at start-up serves the first requests;
+//! - lost answers, made by the same proxy (it passes a request on and withholds DynamoDB's
+//!   answer, so the SDK times out and retries, or stops listening): a retried write recognises
+//!   its own landed attempt, and a write whose outcome is unknown says so instead of "nothing
+//!   changed";
 //! - durability: baskets outlive the basket process, and expiry holds across processes;
 //! - faults: a hung and then a stopped DynamoDB fail calls cleanly within the configured
 //!   timeouts; after a restart every basket made before is still there;
@@ -40,17 +44,22 @@ fn env_refs(env: &[(String, String)]) -> Vec<(&str, &str)> {
 }
 
 /// A loopback TCP proxy in front of the DynamoDB endpoint that records the operation
-/// (`X-Amz-Target`) of every HTTP request passing through, and counts connections.
+/// (`X-Amz-Target`) of every HTTP request passing through, and counts connections. On demand it
+/// withholds the answers to the next requests of an operation (they still reach DynamoDB), or
+/// stops listening and drops every connection.
 struct CountingProxy {
     url: String,
     targets: Arc<Mutex<Vec<String>>>,
     connections: Arc<AtomicUsize>,
-    task: tokio::task::JoinHandle<()>,
+    /// Answers to withhold: (operation, how many more).
+    swallow: Arc<Mutex<(String, usize)>>,
+    /// The accept loop and every connection's task.
+    tasks: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
 }
 
 impl Drop for CountingProxy {
     fn drop(&mut self) {
-        self.task.abort();
+        self.refuse();
     }
 }
 
@@ -64,23 +73,47 @@ impl CountingProxy {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let targets = Arc::new(Mutex::new(Vec::new()));
         let connections = Arc::new(AtomicUsize::new(0));
-        let (t, c) = (targets.clone(), connections.clone());
-        let task = tokio::spawn(async move {
+        let swallow = Arc::new(Mutex::new((String::new(), 0)));
+        let tasks = Arc::new(Mutex::new(Vec::new()));
+        let (t, c, sw, all) = (
+            targets.clone(),
+            connections.clone(),
+            swallow.clone(),
+            tasks.clone(),
+        );
+        let accept = tokio::spawn(async move {
             loop {
                 let Ok((client, _)) = listener.accept().await else {
                     return;
                 };
                 c.fetch_add(1, Ordering::SeqCst);
-                let (targets, upstream) = (t.clone(), upstream.clone());
-                tokio::spawn(async move {
+                let (targets, upstream, swallow) = (t.clone(), upstream.clone(), sw.clone());
+                let connection = tokio::spawn(async move {
                     let Ok(server) = TcpStream::connect(&upstream).await else {
                         return;
                     };
                     let (mut client_read, mut client_write) = client.into_split();
                     let (mut server_read, mut server_write) = server.into_split();
-                    let back = tokio::spawn(async move {
-                        let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
-                    });
+                    // Set when a request to withhold the answer of passes: from then on this
+                    // connection's answers go nowhere (the client times out and hangs up).
+                    let mute = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                    let muted = mute.clone();
+                    // Aborted with this task (a dropped JoinHandle would leave it running, holding
+                    // the client's socket open).
+                    let back = AbortOnDrop(tokio::spawn(async move {
+                        let mut buf = vec![0u8; 64 * 1024];
+                        loop {
+                            let n = match server_read.read(&mut buf).await {
+                                Ok(0) | Err(_) => break,
+                                Ok(n) => n,
+                            };
+                            if !muted.load(Ordering::SeqCst)
+                                && client_write.write_all(&buf[..n]).await.is_err()
+                            {
+                                break;
+                            }
+                        }
+                    }));
                     let mut seen = Vec::new();
                     let mut scanned = 0;
                     let mut buf = vec![0u8; 64 * 1024];
@@ -90,20 +123,44 @@ impl CountingProxy {
                             Ok(n) => n,
                         };
                         seen.extend_from_slice(&buf[..n]);
+                        let before = targets.lock().unwrap().len();
                         scanned = record_targets(&seen, scanned, &targets);
+                        for op in targets.lock().unwrap()[before..].iter() {
+                            let mut swallow = swallow.lock().unwrap();
+                            if swallow.1 > 0 && &swallow.0 == op {
+                                swallow.1 -= 1;
+                                mute.store(true, Ordering::SeqCst);
+                            }
+                        }
                         if server_write.write_all(&buf[..n]).await.is_err() {
                             break;
                         }
                     }
-                    back.abort();
+                    drop(back);
                 });
+                all.lock().unwrap().push(connection.abort_handle());
             }
         });
+        tasks.lock().unwrap().push(accept.abort_handle());
         Self {
             url,
             targets,
             connections,
-            task,
+            swallow,
+            tasks,
+        }
+    }
+
+    /// Withholds the answers to the next `count` requests of `operation`: each reaches DynamoDB,
+    /// which applies it, but its answer never comes back.
+    fn swallow(&self, operation: &str, count: usize) {
+        *self.swallow.lock().unwrap() = (operation.to_owned(), count);
+    }
+
+    /// Stops listening and drops every connection: from now on, connecting is refused.
+    fn refuse(&self) {
+        for task in self.tasks.lock().unwrap().drain(..) {
+            task.abort();
         }
     }
 
@@ -114,6 +171,14 @@ impl CountingProxy {
 
     fn connections(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -213,11 +278,12 @@ async fn each_handle_operation_is_one_dynamodb_request_on_the_warm_connection() 
         one_request!(
             "delete, stale version",
             store.delete(&alice, h.id, Some(1)),
-            "DeleteItem"
+            "UpdateItem"
         ),
         Err(HandleError::Conflict { current_version: 2 })
     );
-    one_request!("delete", store.delete(&alice, h.id, Some(2)), "DeleteItem").unwrap();
+    // A delete leaves a tombstone (an UpdateItem), so a retried delete recognises itself.
+    one_request!("delete", store.delete(&alice, h.id, Some(2)), "UpdateItem").unwrap();
     assert_eq!(
         one_request!("get, deleted", store.get(&alice, h.id), "GetItem"),
         Err(HandleError::NotFound)
@@ -226,7 +292,7 @@ async fn each_handle_operation_is_one_dynamodb_request_on_the_warm_connection() 
         one_request!(
             "delete, deleted",
             store.delete(&alice, h.id, None),
-            "DeleteItem"
+            "UpdateItem"
         ),
         Err(HandleError::NotFound)
     );
@@ -285,7 +351,11 @@ async fn the_basket_warms_its_connection_at_start_up_and_each_call_costs_its_sto
         "view is a touch: check and slide at once"
     );
     server.ok("checkout", json!({ "basket_id": id })).await;
-    assert_eq!(proxy.take(), ["GetItem", "DeleteItem"]);
+    assert_eq!(
+        proxy.take(),
+        ["GetItem", "UpdateItem"],
+        "read, then a conditional tombstone"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -381,6 +451,163 @@ async fn fifty_concurrent_add_item_calls_on_one_basket_make_exactly_fifty() {
 
     let view = server.ok("view_basket", json!({ "basket_id": id })).await;
     assert_eq!(items(&view), [("TEA".to_owned(), 50)], "no update was lost");
+}
+
+/// Timeouts for the lost-answer tests: a withheld answer costs one read timeout per attempt.
+fn short_read_timeouts() -> mcp_lambda::config::AwsTimeouts {
+    mcp_lambda::config::AwsTimeouts {
+        connect: Duration::from_millis(1000),
+        read: Duration::from_millis(1000),
+        operation: Duration::from_secs(20),
+    }
+}
+
+/// Waits until the proxy has passed `count` requests on (or panics after 20 s).
+async fn wait_for_requests(proxy: &CountingProxy, count: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let seen = proxy.targets.lock().unwrap().clone();
+        if seen.len() >= count {
+            return seen;
+        }
+        assert!(Instant::now() < deadline, "only {seen:?} reached the proxy");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_write_whose_answer_is_lost_recognises_itself_on_retry_or_says_its_outcome_is_unknown() {
+    let Some(endpoint) = endpoint("the lost-answer test") else {
+        return;
+    };
+    let direct = dynamodb_support::store(&endpoint).await;
+    let proxy = CountingProxy::start(&endpoint).await;
+    let store = DynamoDbHandleStore::new(client(&proxy.url, &short_read_timeouts()).await, TABLE);
+    let alice = owner("alice");
+    let read = |id| {
+        let (direct, alice) = (direct.clone(), alice.clone());
+        async move { direct.get(&alice, id).await }
+    };
+
+    // The first attempt lands and its answer is lost; the SDK sends it again, and the retry
+    // finds this call's own write (its write_id), so the call succeeds exactly once.
+    proxy.swallow("PutItem", 1);
+    let h = store
+        .create(&alice, "basket", json!({ "n": 0 }), HOUR)
+        .await
+        .unwrap();
+    assert_eq!(proxy.take(), ["PutItem", "PutItem"], "create, retried");
+    assert_eq!(read(h.id).await.unwrap().version, 1);
+
+    proxy.swallow("UpdateItem", 1);
+    let updated = store
+        .update(&alice, h.id, 1, json!({ "n": 1 }), HOUR)
+        .await
+        .unwrap();
+    assert_eq!(
+        proxy.take(),
+        ["UpdateItem", "UpdateItem"],
+        "update, retried"
+    );
+    assert_eq!(
+        updated.version, 2,
+        "applied once, not a conflict with itself"
+    );
+    assert_eq!(read(h.id).await.unwrap().data, json!({ "n": 1 }));
+
+    // The bug a plain DeleteItem had: its retry found nothing and answered NotFound.
+    let doomed = store
+        .create(&alice, "basket", json!(0), HOUR)
+        .await
+        .unwrap();
+    proxy.take();
+    proxy.swallow("UpdateItem", 1);
+    store
+        .delete(&alice, doomed.id, Some(1))
+        .await
+        .expect("a retried delete that finds its own tombstone succeeded");
+    assert_eq!(
+        proxy.take(),
+        ["UpdateItem", "UpdateItem"],
+        "delete, retried"
+    );
+    assert_eq!(read(doomed.id).await, Err(HandleError::NotFound));
+    let doomed = store
+        .create(&alice, "basket", json!(0), HOUR)
+        .await
+        .unwrap();
+    proxy.take();
+    proxy.swallow("UpdateItem", 1);
+    store.delete(&alice, doomed.id, None).await.unwrap();
+    assert_eq!(proxy.take(), ["UpdateItem", "UpdateItem"]);
+
+    // Every attempt's answer lost: nobody knows, and the store says so. (It did land.)
+    proxy.swallow("UpdateItem", 3);
+    let lost = store.update(&alice, h.id, 2, json!({ "n": 2 }), HOUR).await;
+    assert!(
+        matches!(lost, Err(HandleError::Indeterminate(_))),
+        "{lost:?}"
+    );
+    assert_eq!(proxy.take(), ["UpdateItem"; 3]);
+    let now = read(h.id).await.unwrap();
+    assert_eq!(
+        (now.version, &now.data),
+        (3, &json!({ "n": 2 })),
+        "the write landed although its caller never heard"
+    );
+    proxy.swallow("UpdateItem", 3);
+    let lost = store.touch(&alice, h.id, HOUR).await;
+    assert!(
+        matches!(lost, Err(HandleError::Indeterminate(_))),
+        "{lost:?}"
+    );
+    proxy.take();
+    // A read whose answers are lost changed nothing: unavailable.
+    proxy.swallow("GetItem", 3);
+    let lost = store.get(&alice, h.id).await;
+    assert!(matches!(lost, Err(HandleError::Unavailable(_))), "{lost:?}");
+    assert_eq!(proxy.take(), ["GetItem"; 3]);
+
+    // The first answer lost, then DynamoDB unreachable: the last attempt's error is a refused
+    // connection, but the first attempt may have landed (it did), so: unknown, not "nothing
+    // changed".
+    proxy.swallow("UpdateItem", 1);
+    let call = {
+        let (store, alice, id) = (store.clone(), alice.clone(), h.id);
+        tokio::spawn(async move { store.update(&alice, id, 3, json!({ "n": 3 }), HOUR).await })
+    };
+    wait_for_requests(&proxy, 1).await;
+    proxy.refuse();
+    let lost = call.await.unwrap();
+    assert!(
+        matches!(lost, Err(HandleError::Indeterminate(_))),
+        "an earlier attempt may have landed: {lost:?}"
+    );
+    assert_eq!(read(h.id).await.unwrap().version, 4, "and it had");
+
+    // Nothing listening at all: no attempt was sent, so nothing changed, and the store says
+    // that.
+    tokio::time::sleep(Duration::from_millis(200)).await; // the client sees its pool closed
+    let refused = store.update(&alice, h.id, 4, json!({ "n": 4 }), HOUR).await;
+    assert!(
+        matches!(refused, Err(HandleError::Unavailable(_))),
+        "{refused:?}"
+    );
+    for (label, result) in [
+        (
+            "create",
+            store.create(&alice, "k", json!(0), HOUR).await.map(drop),
+        ),
+        ("touch", store.touch(&alice, h.id, HOUR).await.map(drop)),
+        ("delete", store.delete(&alice, h.id, None).await),
+    ] {
+        assert!(
+            matches!(result, Err(HandleError::Unavailable(_))),
+            "{label}: {result:?}"
+        );
+    }
+    let now = read(h.id).await.unwrap();
+    assert_eq!((now.version, now.data), (4, json!({ "n": 3 })));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

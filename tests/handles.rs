@@ -42,6 +42,7 @@ macro_rules! contract_tests {
                 update_with_a_stale_version_is_a_conflict_naming_the_current_version,
                 touch_keeps_data_and_version,
                 delete_removes_the_handle,
+                a_deleted_handle_is_not_found_for_every_operation_like_a_missing_one,
                 delete_with_a_stale_version_is_a_conflict_and_keeps_the_handle,
                 expired_handle_is_not_found_for_every_operation,
                 touch_keeps_a_handle_alive_past_its_first_expiry,
@@ -189,6 +190,67 @@ async fn delete_removes_the_handle(store: Arc<dyn HandleStore>) {
     let h = store.create(&alice, "k", json!(null), HOUR).await.unwrap();
     store.delete(&alice, h.id, Some(1)).await.unwrap();
     assert_eq!(store.get(&alice, h.id).await, Err(HandleError::NotFound));
+}
+
+/// A deleted handle leaves no trace an operation could tell from a handle that never existed:
+/// no `Conflict` naming a version, whatever version is asked for, for its owner or anyone else.
+/// (DynamoDB keeps a tombstone for a few minutes so a retried delete recognises itself; it must
+/// not show.)
+async fn a_deleted_handle_is_not_found_for_every_operation_like_a_missing_one(
+    store: Arc<dyn HandleStore>,
+) {
+    let alice = owner("alice");
+    let mallory = owner("mallory");
+    let h = store.create(&alice, "k", json!(0), HOUR).await.unwrap();
+    store.update(&alice, h.id, 1, json!(1), HOUR).await.unwrap();
+    store.delete(&alice, h.id, Some(2)).await.unwrap();
+    let missing = HandleId::random().unwrap();
+
+    for who in [&alice, &mallory] {
+        for id in [h.id, missing] {
+            let label = format!(
+                "{} on a {} handle",
+                if who == &alice {
+                    "its owner"
+                } else {
+                    "someone else"
+                },
+                if id == h.id { "deleted" } else { "missing" }
+            );
+            assert_eq!(
+                store.get(who, id).await,
+                Err(HandleError::NotFound),
+                "get, {label}"
+            );
+            for version in [1, 2, 3] {
+                assert_eq!(
+                    store.update(who, id, version, json!("revived"), HOUR).await,
+                    Err(HandleError::NotFound),
+                    "update at version {version}, {label}"
+                );
+                assert_eq!(
+                    store.delete(who, id, Some(version)).await,
+                    Err(HandleError::NotFound),
+                    "delete at version {version}, {label}"
+                );
+            }
+            assert_eq!(
+                store.touch(who, id, HOUR).await,
+                Err(HandleError::NotFound),
+                "touch, {label}"
+            );
+            assert_eq!(
+                store.delete(who, id, None).await,
+                Err(HandleError::NotFound),
+                "delete, {label}"
+            );
+        }
+    }
+    assert_eq!(
+        store.get(&alice, h.id).await,
+        Err(HandleError::NotFound),
+        "nothing above revived it"
+    );
 }
 
 async fn delete_with_a_stale_version_is_a_conflict_and_keeps_the_handle(

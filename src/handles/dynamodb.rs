@@ -13,35 +13,55 @@
 //! | `created_at` | N | epoch milliseconds |
 //! | `expires_at` | N | epoch **seconds**, rounded up: the table's TTL attribute, for the sweeper |
 //! | `expires_at_ms` | N | epoch milliseconds: the expiry every operation checks |
-//! | `write_id` | S | a random token per create/update, so a retried write that already landed is recognised instead of reported as a conflict |
+//! | `write_id` | S | a random token per create/update/delete, so a retried write that already landed is recognised instead of reported as a conflict or as missing |
+//! | `deleted` | BOOL | present (`true`) on a deleted handle's tombstone: `data` is removed, the expiry cut to [`TOMBSTONE_TTL`] so the TTL sweep removes it soon |
 //!
 //! Exactly one DynamoDB request per operation:
 //!
 //! | operation | request | condition |
 //! |---|---|---|
 //! | create | `PutItem` | `attribute_not_exists(pk)` |
-//! | get | `GetItem`, strongly consistent | owner and expiry checked on the item read |
-//! | update | `UpdateItem`, `ReturnValues=ALL_NEW` | owner, `expires_at_ms > now`, `version = expected` |
-//! | touch | `UpdateItem`, `ReturnValues=ALL_NEW` | owner, `expires_at_ms > now` |
-//! | delete | `DeleteItem` | owner, `expires_at_ms > now` (and `version = expected` if given) |
+//! | get | `GetItem`, strongly consistent | owner, expiry and no tombstone checked on the item read |
+//! | update | `UpdateItem`, `ReturnValues=ALL_NEW` | owner, `expires_at_ms > now`, not deleted, `version = expected` |
+//! | touch | `UpdateItem`, `ReturnValues=ALL_NEW` | owner, `expires_at_ms > now`, not deleted |
+//! | delete | `UpdateItem` to a tombstone | owner, `expires_at_ms > now`, not deleted (and `version = expected` if given) |
 //!
 //! Conditional writes ask for the old item on failure
 //! (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), so telling "gone" from "changed
 //! concurrently" (and naming the current version) costs no second request. DynamoDB's TTL sweep
-//! can lag by days; an item past `expires_at_ms` is treated as gone by every operation anyway.
+//! can lag by days; an item past `expires_at_ms` is treated as gone by every operation anyway,
+//! and so is a tombstone.
 //!
-//! Throttling and transient errors are retried by the SDK with backoff; connect, read and
-//! operation timeouts come from [`AwsTimeouts`](crate::config::AwsTimeouts), so an unreachable
-//! table fails with [`HandleError::Unavailable`] in bounded time. Every write is a single
-//! conditional request: it lands whole or not at all.
+//! # Retries and lost answers
+//!
+//! Throttling and transient errors, timeouts included, are retried by the SDK with backoff;
+//! connect, read and operation timeouts come from [`AwsTimeouts`](crate::config::AwsTimeouts), so
+//! an unreachable table fails in bounded time. Every write is a single conditional request: it
+//! lands whole or not at all. When an attempt lands but its answer is lost (read timeout,
+//! connection dropped) the SDK sends it again, and the condition then fails on the attempt's own
+//! result: the `write_id` in the old item shows it, and the operation succeeds. That is why a
+//! delete is a tombstone and not a `DeleteItem`: a retried `DeleteItem` would find nothing and
+//! answer "not found" for a delete that worked.
+//!
+//! A failed write is [`HandleError::Unavailable`] ("nothing changed") only when no attempt can
+//! have been applied: each attempt either failed to connect, or was refused with a 4xx. A
+//! per-call interceptor watches every attempt to know. When any attempt may have landed (it was
+//! sent and then timed out, lost its connection or met a 5xx) and no later attempt saw its
+//! result, the answer is [`HandleError::Indeterminate`]. Reads never are: a failed `GetItem`
+//! changed nothing.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::config::interceptors::{
+    BeforeTransmitInterceptorContextRef, FinalizerInterceptorContextRef,
+};
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::error::{BoxError, DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ReturnValue,
     ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
@@ -57,6 +77,13 @@ pub const TABLE_DEFINITION: &str = include_str!("../../infra/handles-table.json"
 
 /// The partition key attribute.
 const PK: &str = "pk";
+
+/// The tombstone marker attribute.
+const DELETED: &str = "deleted";
+
+/// How long a deleted handle's tombstone is kept (its `expires_at`, for the TTL sweep). It
+/// only has to outlive the SDK's retries of the delete, which end within the operation timeout.
+pub const TOMBSTONE_TTL: Duration = Duration::from_secs(300);
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -109,7 +136,7 @@ impl DynamoDbHandleStore {
     /// INIT) so the first request does not pay for the TCP and TLS handshakes.
     ///
     /// A `GetItem` rather than `DescribeTable`, so the function's role needs nothing beyond the
-    /// four item operations it uses anyway.
+    /// three item operations it uses anyway.
     ///
     /// # Errors
     ///
@@ -155,8 +182,8 @@ impl DynamoDbHandleStore {
             (_, Some("AccessDeniedException")) => (
                 false,
                 fail(format!(
-                    "this role may not read it: allow dynamodb:GetItem, PutItem, UpdateItem and \
-                     DeleteItem on the table ({})",
+                    "this role may not read it: allow dynamodb:GetItem, PutItem and UpdateItem \
+                     on the table ({})",
                     e.as_service_error().and_then(|s| s.message()).unwrap_or("")
                 )),
             ),
@@ -316,22 +343,146 @@ fn corrupt(attribute: &str) -> HandleError {
     ))
 }
 
-/// The old item of a failed conditional write, if it is a live handle of `owner`.
+/// Whether `item` is a deleted handle's tombstone.
+fn is_tombstone(item: &Item) -> bool {
+    matches!(item.get(DELETED), Some(AttributeValue::Bool(true)))
+}
+
+/// The text attribute `name` of `item`, if it has one.
+fn text_of<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+    match item.get(name) {
+        Some(AttributeValue::S(v)) => Some(v),
+        _ => None,
+    }
+}
+
+/// The old item of a failed conditional write, if it is a live handle of `owner` (not expired,
+/// not a tombstone).
 fn live_old(
     item: Option<&Item>,
     owner: &str,
     now: u64,
 ) -> Result<Option<(Handle, Option<String>)>, HandleError> {
-    let Some(item) = item else {
+    let Some(item) = item.filter(|i| !is_tombstone(i)) else {
         return Ok(None);
     };
     let (handle, write_id) = parse(item)?;
     Ok((handle.owner == owner && handle.expires_at_ms > now).then_some((handle, write_id)))
 }
 
-/// A failed SDK call as [`HandleError`]: bad requests are `Invalid`, everything else (timeouts,
-/// unreachable endpoint, throttling after the SDK's retries, missing table, no permission) is
-/// `Unavailable`, with the cause for the logs.
+/// Watches every attempt of one SDK call (the SDK retries inside `send()`) and remembers
+/// whether any of them may have been applied by DynamoDB without the call learning the result.
+///
+/// An attempt is known not to have been applied when it never got to send (it failed before
+/// transmitting, or while connecting) or when DynamoDB answered it with a 4xx (throttled,
+/// refused, condition failed). Anything else that failed after the request went out (a read or
+/// attempt timeout, a connection lost mid-exchange, a 5xx) may have been.
+#[derive(Clone, Debug, Default)]
+struct Attempts(Arc<AttemptState>);
+
+#[derive(Debug, Default)]
+struct AttemptState {
+    /// The current attempt reached the transmit phase.
+    transmitting: AtomicBool,
+    /// Some attempt may have been applied.
+    maybe_applied: AtomicBool,
+}
+
+impl Attempts {
+    fn maybe_applied(&self) -> bool {
+        self.0.maybe_applied.load(Ordering::SeqCst)
+    }
+}
+
+impl Intercept for Attempts {
+    fn name(&self) -> &'static str {
+        "mcp-lambda::handles::Attempts"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        self.0.transmitting.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn read_after_attempt(
+        &self,
+        context: &FinalizerInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if self.0.transmitting.swap(false, Ordering::SeqCst) && attempt_may_have_applied(context) {
+            self.0.maybe_applied.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+}
+
+/// Whether an attempt that reached the transmit phase may have been applied.
+fn attempt_may_have_applied(context: &FinalizerInterceptorContextRef<'_>) -> bool {
+    if let Some(response) = context.response() {
+        // DynamoDB answered: a 4xx applied nothing; a 2xx applied (the call may still fail to
+        // read the body), and a 5xx may or may not have.
+        return !response.status().is_client_error();
+    }
+    match context.output_or_error() {
+        Some(Err(error)) => !error
+            .as_connector_error()
+            .is_some_and(|e| failed_to_connect(e)),
+        // Cancelled in flight (the operation timeout), or no record: assume the worst.
+        _ => true,
+    }
+}
+
+/// Whether a connector error happened while opening the connection (refused, connect timeout,
+/// DNS), before any byte of the request was sent. hyper's pool tags those errors "connect".
+fn failed_to_connect(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if let Some(e) = error.downcast_ref::<hyper_util::client::legacy::Error>() {
+            return e.is_connect();
+        }
+        next = error.source();
+    }
+    false
+}
+
+/// A failed SDK call as [`HandleError`]. A read (`attempts` is `None`) or a write no attempt of
+/// which can have landed: bad requests are `Invalid`, everything else (timeouts, unreachable
+/// endpoint, throttling after the SDK's retries, missing table, no permission) is
+/// `Unavailable`, with the cause for the logs. A write some attempt of which may have landed is
+/// `Indeterminate`.
+fn failure<E, R>(
+    operation: &str,
+    error: &SdkError<E, R>,
+    attempts: Option<&Attempts>,
+) -> HandleError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: fmt::Debug,
+{
+    if attempts.is_some_and(Attempts::maybe_applied) {
+        return indeterminate(operation, error);
+    }
+    unavailable(operation, error)
+}
+
+fn indeterminate<E, R>(operation: &str, error: &SdkError<E, R>) -> HandleError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: fmt::Debug,
+{
+    HandleError::Indeterminate(format!(
+        "DynamoDB {operation} was sent and its answer lost: {}",
+        DisplayErrorContext(error)
+    ))
+}
+
+/// A failed SDK call that certainly changed nothing, as [`HandleError`].
 fn unavailable<E, R>(operation: &str, error: &SdkError<E, R>) -> HandleError
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
@@ -384,6 +535,7 @@ impl HandleStore for DynamoDbHandleStore {
                 expires_at_ms: now.saturating_add(ttl_ms(ttl)),
             };
             let (pk, pk_value) = Self::key(id);
+            let attempts = Attempts::default();
             let result = self
                 .client
                 .put_item()
@@ -398,30 +550,29 @@ impl HandleStore for DynamoDbHandleStore {
                 .item("expires_at_ms", n(handle.expires_at_ms))
                 .item("write_id", s(write_id.clone()))
                 .condition_expression("attribute_not_exists(pk)")
-                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .customize()
+                .interceptor(attempts.clone())
                 .send()
                 .await;
-            match result {
-                Ok(_) => Ok(handle),
-                Err(e) => match e.as_service_error() {
-                    Some(err) if err.is_conditional_check_failed_exception() => {
-                        let landed = match &err {
-                            aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(c) => {
-                                c.item().and_then(|i| parse(i).ok()).and_then(|(_, w)| w) == Some(write_id)
-                            }
-                            _ => false,
-                        };
-                        if landed {
-                            // The SDK retried a put whose first attempt had already landed.
-                            Ok(handle)
-                        } else {
-                            Err(HandleError::Unavailable(
-                                "a random handle id collided with an existing one; try again".into(),
-                            ))
-                        }
-                    }
-                    _ => Err(unavailable("PutItem", &e)),
-                },
+            let Err(e) = result else {
+                return Ok(handle);
+            };
+            use aws_sdk_dynamodb::operation::put_item::PutItemError;
+            let Some(PutItemError::ConditionalCheckFailedException(c)) = e.as_service_error()
+            else {
+                return Err(failure("PutItem", &e, Some(&attempts)));
+            };
+            if c.item().and_then(|i| text_of(i, "write_id")) == Some(write_id.as_str()) {
+                // The SDK retried a put whose first attempt had already landed.
+                Ok(handle)
+            } else {
+                // Nobody else knows a fresh id, so no earlier attempt of this call is there.
+                Err(HandleError::Unavailable(
+                    "a random handle id collided with an existing one; try again".into(),
+                ))
             }
         }
         .boxed()
@@ -445,8 +596,8 @@ impl HandleStore for DynamoDbHandleStore {
                 .consistent_read(true)
                 .send()
                 .await
-                .map_err(|e| unavailable("GetItem", &e))?;
-            let Some(item) = out.item() else {
+                .map_err(|e| failure("GetItem", &e, None))?;
+            let Some(item) = out.item().filter(|i| !is_tombstone(i)) else {
                 return Err(HandleError::NotFound);
             };
             let (handle, _) = parse(item)?;
@@ -472,6 +623,7 @@ impl HandleStore for DynamoDbHandleStore {
             let now = now_ms();
             let expires_at_ms = now.saturating_add(ttl_ms(ttl));
             let (pk, pk_value) = Self::key(id);
+            let attempts = Attempts::default();
             let result = self
                 .client
                 .update_item()
@@ -482,11 +634,13 @@ impl HandleStore for DynamoDbHandleStore {
                      expires_at_ms = :exp_ms, write_id = :wid",
                 )
                 .condition_expression(
-                    "#owner = :owner AND expires_at_ms > :now AND #version = :expected",
+                    "#owner = :owner AND expires_at_ms > :now AND attribute_not_exists(#deleted) \
+                     AND #version = :expected",
                 )
                 .expression_attribute_names("#data", "data")
                 .expression_attribute_names("#version", "version")
                 .expression_attribute_names("#owner", "owner")
+                .expression_attribute_names("#deleted", DELETED)
                 .expression_attribute_values(":data", s(data.to_string()))
                 .expression_attribute_values(":one", n(1))
                 .expression_attribute_values(":exp", n(expires_at_ms.div_ceil(1000)))
@@ -499,31 +653,34 @@ impl HandleStore for DynamoDbHandleStore {
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
                 )
+                .customize()
+                .interceptor(attempts.clone())
                 .send()
                 .await;
-            match result {
+            let e = match result {
                 Ok(out) => {
                     let item = out
                         .attributes()
                         .ok_or_else(|| corrupt("(UpdateItem returned no attributes)"))?;
-                    Ok(parse(item)?.0)
+                    return Ok(parse(item)?.0);
                 }
-                Err(e) => {
-                    use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-                    if let Some(UpdateItemError::ConditionalCheckFailedException(c)) =
-                        e.as_service_error()
-                    {
-                        return match live_old(c.item(), owner, now)? {
-                            None => Err(HandleError::NotFound),
-                            // The SDK retried an update whose first attempt had already landed.
-                            Some((handle, Some(w))) if w == write_id => Ok(handle),
-                            Some((handle, _)) => Err(HandleError::Conflict {
-                                current_version: handle.version,
-                            }),
-                        };
-                    }
-                    Err(unavailable("UpdateItem", &e))
-                }
+                Err(e) => e,
+            };
+            use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+            let Some(UpdateItemError::ConditionalCheckFailedException(c)) = e.as_service_error()
+            else {
+                return Err(failure("UpdateItem", &e, Some(&attempts)));
+            };
+            match live_old(c.item(), owner, now)? {
+                // The SDK retried an update whose first attempt had already landed.
+                Some((handle, Some(w))) if w == write_id => Ok(handle),
+                // An earlier attempt may have landed and been changed or deleted since: the
+                // item cannot tell, and a "conflict" would invite the caller to apply it again.
+                _ if attempts.maybe_applied() => Err(indeterminate("UpdateItem", &e)),
+                None => Err(HandleError::NotFound),
+                Some((handle, _)) => Err(HandleError::Conflict {
+                    current_version: handle.version,
+                }),
             }
         }
         .boxed()
@@ -540,19 +697,25 @@ impl HandleStore for DynamoDbHandleStore {
             let now = now_ms();
             let expires_at_ms = now.saturating_add(ttl_ms(ttl));
             let (pk, pk_value) = Self::key(id);
+            let attempts = Attempts::default();
             let result = self
                 .client
                 .update_item()
                 .table_name(self.table.as_ref())
                 .key(pk, pk_value)
                 .update_expression("SET expires_at = :exp, expires_at_ms = :exp_ms")
-                .condition_expression("#owner = :owner AND expires_at_ms > :now")
+                .condition_expression(
+                    "#owner = :owner AND expires_at_ms > :now AND attribute_not_exists(#deleted)",
+                )
                 .expression_attribute_names("#owner", "owner")
+                .expression_attribute_names("#deleted", DELETED)
                 .expression_attribute_values(":exp", n(expires_at_ms.div_ceil(1000)))
                 .expression_attribute_values(":exp_ms", n(expires_at_ms))
                 .expression_attribute_values(":owner", s(owner))
                 .expression_attribute_values(":now", n(now))
                 .return_values(ReturnValue::AllNew)
+                .customize()
+                .interceptor(attempts.clone())
                 .send()
                 .await;
             match result {
@@ -562,11 +725,13 @@ impl HandleStore for DynamoDbHandleStore {
                         .ok_or_else(|| corrupt("(UpdateItem returned no attributes)"))?;
                     Ok(parse(item)?.0)
                 }
+                // A touch repeated after a landed attempt meets the same condition, so a failed
+                // condition means the handle is gone (or never was this owner's) either way.
                 Err(e) => match e.as_service_error() {
                     Some(err) if err.is_conditional_check_failed_exception() => {
                         Err(HandleError::NotFound)
                     }
-                    _ => Err(unavailable("UpdateItem", &e)),
+                    _ => Err(failure("UpdateItem", &e, Some(&attempts))),
                 },
             }
         }
@@ -583,44 +748,73 @@ impl HandleStore for DynamoDbHandleStore {
             if owner.is_empty() {
                 return Err(HandleError::NotFound);
             }
+            let write_id = HandleId::random()?.to_string();
             let now = now_ms();
+            let tombstone_expires_ms = now.saturating_add(ttl_ms(TOMBSTONE_TTL));
             let (pk, pk_value) = Self::key(id);
+            let attempts = Attempts::default();
+            // A tombstone rather than DeleteItem: a retried attempt finds its own write_id.
             let mut request = self
                 .client
-                .delete_item()
+                .update_item()
                 .table_name(self.table.as_ref())
                 .key(pk, pk_value)
+                .update_expression(
+                    "SET #deleted = :true, write_id = :wid, expires_at = :exp, \
+                     expires_at_ms = :exp_ms REMOVE #data",
+                )
+                .expression_attribute_names("#deleted", DELETED)
+                .expression_attribute_names("#data", "data")
                 .expression_attribute_names("#owner", "owner")
+                .expression_attribute_values(":true", AttributeValue::Bool(true))
+                .expression_attribute_values(":wid", s(write_id.clone()))
+                .expression_attribute_values(":exp", n(tombstone_expires_ms.div_ceil(1000)))
+                .expression_attribute_values(":exp_ms", n(tombstone_expires_ms))
                 .expression_attribute_values(":owner", s(owner))
                 .expression_attribute_values(":now", n(now))
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
                 );
+            const LIVE: &str =
+                "#owner = :owner AND expires_at_ms > :now AND attribute_not_exists(#deleted)";
             request = match expected_version {
                 Some(version) => request
-                    .condition_expression(
-                        "#owner = :owner AND expires_at_ms > :now AND #version = :expected",
-                    )
+                    .condition_expression(format!("{LIVE} AND #version = :expected"))
                     .expression_attribute_names("#version", "version")
                     .expression_attribute_values(":expected", n(version)),
-                None => request.condition_expression("#owner = :owner AND expires_at_ms > :now"),
+                None => request.condition_expression(LIVE),
             };
-            match request.send().await {
-                Ok(_) => Ok(()),
-                Err(e) => {
-                    use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
-                    if let Some(DeleteItemError::ConditionalCheckFailedException(c)) =
-                        e.as_service_error()
-                    {
-                        return match live_old(c.item(), owner, now)? {
-                            None => Err(HandleError::NotFound),
-                            Some((handle, _)) => Err(HandleError::Conflict {
-                                current_version: handle.version,
-                            }),
-                        };
-                    }
-                    Err(unavailable("DeleteItem", &e))
-                }
+            let result = request
+                .customize()
+                .interceptor(attempts.clone())
+                .send()
+                .await;
+            let Err(e) = result else {
+                return Ok(());
+            };
+            use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+            let Some(UpdateItemError::ConditionalCheckFailedException(c)) = e.as_service_error()
+            else {
+                return Err(failure("UpdateItem (delete)", &e, Some(&attempts)));
+            };
+            let old = c.item();
+            if let Some(item) = old.filter(|i| is_tombstone(i)) {
+                return if text_of(item, "owner") == Some(owner)
+                    && text_of(item, "write_id") == Some(write_id.as_str())
+                {
+                    // The SDK retried a delete whose first attempt had already landed.
+                    Ok(())
+                } else {
+                    Err(HandleError::NotFound)
+                };
+            }
+            // A tombstone is final (no write applies to one), so when the old item is not this
+            // call's tombstone, no attempt of this call landed: the answer is certain.
+            match live_old(old, owner, now)? {
+                None => Err(HandleError::NotFound),
+                Some((handle, _)) => Err(HandleError::Conflict {
+                    current_version: handle.version,
+                }),
             }
         }
         .boxed()

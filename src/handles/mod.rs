@@ -19,7 +19,14 @@
 //!   the TTL measures inactivity.
 //! - **Writes are optimistic.** Each handle carries a `version`, starting at 1 and bumped by every
 //!   [`update`](HandleStore::update). A write that names a stale version fails with
-//!   [`HandleError::Conflict`]; re-read and retry.
+//!   [`HandleError::Conflict`]; re-read and retry. A `Conflict` is only answered when the write
+//!   certainly did not land, so the retry cannot apply a change twice.
+//! - **A write's outcome is told truthfully.** A write retried by the backend after a lost
+//!   answer recognises its own landed attempt and succeeds. A write whose outcome nobody knows
+//!   (the request went out, no answer came back) is [`HandleError::Indeterminate`], never
+//!   [`HandleError::Unavailable`], which promises that nothing changed.
+//! - **Deleted is gone.** A deleted handle is [`HandleError::NotFound`] for every operation,
+//!   exactly like one that never existed (a stale version names no `Conflict`).
 //! - **Data is bounded.** Serialized data above [`MAX_DATA_BYTES`] is refused, so every handle
 //!   fits in one DynamoDB item (400 KB).
 //!
@@ -63,7 +70,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::future::BoxFuture;
 
-pub use dynamodb::{DynamoDbHandleStore, TABLE_DEFINITION};
+pub use dynamodb::{DynamoDbHandleStore, TABLE_DEFINITION, TOMBSTONE_TTL};
 pub use id::{HandleId, ParseHandleIdError};
 pub use memory::MemoryHandleStore;
 
@@ -137,9 +144,20 @@ pub enum HandleError {
         /// The version now stored.
         current_version: u64,
     },
-    /// The backend could not be reached or refused to work; the same call may succeed later.
+    /// The backend could not be reached or refused to work, and **nothing was changed**: the
+    /// request never reached it (connection refused, connect timeout), or it answered that it did
+    /// not apply it (throttled after the retries, no permission). The same call may succeed
+    /// later and is safe to repeat.
     #[error("handle store unavailable: {0}; try again shortly")]
     Unavailable(String),
+    /// A write was sent but no answer said whether it was applied (a timeout, or the connection
+    /// was lost, after the request had gone out): **it may or may not have been applied**. Read
+    /// the handle before repeating the change. Only writes ([`create`](HandleStore::create),
+    /// [`update`](HandleStore::update), [`touch`](HandleStore::touch),
+    /// [`delete`](HandleStore::delete)) answer this; a read that fails changed nothing and is
+    /// [`Unavailable`](Self::Unavailable).
+    #[error("handle store did not confirm the write ({0}): it may or may not have been applied")]
+    Indeterminate(String),
     /// The request itself is wrong (empty owner, data too large, zero TTL); retrying won't help.
     #[error("invalid handle request: {0}")]
     Invalid(String),
@@ -160,7 +178,8 @@ pub trait HandleStore: Send + Sync + 'static {
     ///
     /// [`HandleError::Invalid`] for an empty or overlong owner or kind, a zero `ttl`, or `data`
     /// larger than [`MAX_DATA_BYTES`]; [`HandleError::Unavailable`] when the backend is down
-    /// or full.
+    /// or full; [`HandleError::Indeterminate`] when the answer was lost (a handle may exist,
+    /// but its id never reached the caller, so it is unreachable and expires unused).
     fn create<'a>(
         &'a self,
         owner: &'a str,
@@ -185,8 +204,9 @@ pub trait HandleStore: Send + Sync + 'static {
     ///
     /// # Errors
     ///
-    /// [`HandleError::Conflict`] if the version moved on; [`HandleError::NotFound`] as for
-    /// [`get`](Self::get); [`HandleError::Invalid`] as for [`create`](Self::create).
+    /// [`HandleError::Conflict`] if the version moved on (and this write certainly did not
+    /// land); [`HandleError::NotFound`] as for [`get`](Self::get); [`HandleError::Invalid`] as
+    /// for [`create`](Self::create); [`HandleError::Indeterminate`] when the outcome is unknown.
     fn update<'a>(
         &'a self,
         owner: &'a str,
@@ -201,7 +221,8 @@ pub trait HandleStore: Send + Sync + 'static {
     ///
     /// # Errors
     ///
-    /// [`HandleError::NotFound`] as for [`get`](Self::get).
+    /// [`HandleError::NotFound`] as for [`get`](Self::get); [`HandleError::Indeterminate`] when
+    /// the outcome is unknown (the expiry may or may not have moved; data never changes).
     fn touch<'a>(
         &'a self,
         owner: &'a str,
@@ -210,11 +231,14 @@ pub trait HandleStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Handle, HandleError>>;
 
     /// Deletes a live handle; with `Some(version)`, only if it is still at that version.
+    /// Afterwards the handle is [`HandleError::NotFound`] for every operation. A delete the
+    /// backend retries after a lost answer, and finds already done by itself, succeeds.
     ///
     /// # Errors
     ///
-    /// [`HandleError::NotFound`] as for [`get`](Self::get); [`HandleError::Conflict`] if
-    /// `expected_version` is given and stale.
+    /// [`HandleError::NotFound`] as for [`get`](Self::get) (also when it is already deleted);
+    /// [`HandleError::Conflict`] if `expected_version` is given and stale;
+    /// [`HandleError::Indeterminate`] when the outcome is unknown.
     fn delete<'a>(
         &'a self,
         owner: &'a str,
