@@ -73,6 +73,85 @@ async fn basket_flow_create_add_remove_view_checkout() {
 }
 
 #[tokio::test]
+async fn a_repeated_request_id_is_applied_once() {
+    let server = Server::start(&[]).await;
+    let id = server.ok("create_basket", json!({})).await["basket_id"].clone();
+
+    let add = json!({ "basket_id": id, "sku": "TEA", "quantity": 2, "request_id": "r-1" });
+    let first = server.ok("add_item", add.clone()).await;
+    assert_eq!(items(&first), [("TEA".to_owned(), 2)]);
+    let again = server.ok("add_item", add.clone()).await;
+    assert_eq!(
+        items(&again),
+        [("TEA".to_owned(), 2)],
+        "the repeat changed nothing and returned the basket"
+    );
+    server
+        .ok(
+            "add_item",
+            json!({ "basket_id": id, "sku": "TEA", "quantity": 1, "request_id": "r-2" }),
+        )
+        .await;
+
+    // A remove repeated after it landed answers the basket, not "TEA is not in this basket".
+    let remove = json!({ "basket_id": id, "sku": "TEA", "request_id": "r-3" });
+    assert_eq!(items(&server.ok("remove_item", remove.clone()).await), []);
+    assert_eq!(items(&server.ok("remove_item", remove).await), []);
+    // An old request_id still in the basket's memory stays a no-op.
+    assert_eq!(items(&server.ok("add_item", add).await), []);
+
+    // The same id for another change is refused, and changes nothing.
+    let text = server
+        .tool_error(
+            "add_item",
+            json!({ "basket_id": id, "sku": "MUG", "quantity": 1, "request_id": "r-1" }),
+        )
+        .await;
+    assert!(text.contains("request_id r-1 was already used"), "{text}");
+    let text = server
+        .tool_error(
+            "add_item",
+            json!({ "basket_id": id, "sku": "MUG", "quantity": 1, "request_id": "no spaces" }),
+        )
+        .await;
+    assert!(text.contains("request_id must be"), "{text}");
+    let view = server.ok("view_basket", json!({ "basket_id": id })).await;
+    assert_eq!(items(&view), []);
+    assert!(
+        view.get("applied").is_none(),
+        "the remembered ids stay inside the basket: {view}"
+    );
+
+    // The basket remembers its latest 32 request_ids: the 33rd change forgets the oldest.
+    for n in 0..33 {
+        server
+            .ok(
+                "add_item",
+                json!({ "basket_id": id, "sku": "CAKE", "quantity": 1, "request_id": format!("c-{n}") }),
+            )
+            .await;
+    }
+    let view = server
+        .ok(
+            "add_item",
+            json!({ "basket_id": id, "sku": "CAKE", "quantity": 1, "request_id": "c-32" }),
+        )
+        .await;
+    assert_eq!(items(&view), [("CAKE".to_owned(), 33)]);
+    let view = server
+        .ok(
+            "add_item",
+            json!({ "basket_id": id, "sku": "CAKE", "quantity": 1, "request_id": "c-0" }),
+        )
+        .await;
+    assert_eq!(
+        items(&view),
+        [("CAKE".to_owned(), 34)],
+        "c-0 was forgotten, so it counts as new"
+    );
+}
+
+#[tokio::test]
 async fn expired_basket_returns_tool_error_with_renewal_hint() {
     let server = Server::start(&[("MCP_HANDLE_TTL_SECS", "1")]).await;
     let basket = server.ok("create_basket", json!({})).await;

@@ -6,7 +6,7 @@
 //! - lost answers, made by the same proxy (it passes a request on and withholds DynamoDB's
 //!   answer, so the SDK times out and retries, or stops listening): a retried write recognises
 //!   its own landed attempt, and a write whose outcome is unknown says so instead of "nothing
-//!   changed";
+//!   changed", in the store and in the basket's answers;
 //! - durability: baskets outlive the basket process, and expiry holds across processes;
 //! - faults: a hung and then a stopped DynamoDB fail calls cleanly within the configured
 //!   timeouts; after a restart every basket made before is still there;
@@ -608,6 +608,102 @@ async fn a_write_whose_answer_is_lost_recognises_itself_on_retry_or_says_its_out
     }
     let now = read(h.id).await.unwrap();
     assert_eq!((now.version, now.data), (4, json!({ "n": 3 })));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_basket_tells_the_truth_when_dynamodb_answers_too_late() {
+    let Some(endpoint) = endpoint("the basket lost-answer test") else {
+        return;
+    };
+    dynamodb_support::store(&endpoint).await;
+    let proxy = CountingProxy::start(&endpoint).await;
+    let mut env = basket_env(&proxy.url, TABLE);
+    env.push(("MCP_AWS_READ_TIMEOUT_MS".into(), "1000".into()));
+    env.push(("MCP_AWS_OPERATION_TIMEOUT_MS".into(), "20000".into()));
+    let server = Server::start(&env_refs(&env)).await;
+    let new_basket = |sku: &'static str| {
+        let server = &server;
+        async move {
+            let id = server.ok("create_basket", json!({})).await["basket_id"].clone();
+            server
+                .ok(
+                    "add_item",
+                    json!({ "basket_id": id, "sku": sku, "quantity": 2 }),
+                )
+                .await;
+            id
+        }
+    };
+    let unknown = |text: &str| {
+        text.contains("may or may not have been")
+            && text.contains("view_basket")
+            && !text.contains("Nothing was changed")
+    };
+
+    // Checkout whose tombstone's answer is lost once: the retry recognises it, and the call
+    // answers what it did.
+    let id = new_basket("TEA").await;
+    proxy.take();
+    proxy.swallow("UpdateItem", 1);
+    let summary = server.ok("checkout", json!({ "basket_id": id })).await;
+    assert_eq!(summary["status"], "checked_out");
+    assert_eq!(items(&summary), [("TEA".to_owned(), 2)]);
+    assert_eq!(proxy.take(), ["GetItem", "UpdateItem", "UpdateItem"]);
+
+    // add_item whose every answer is lost: it says the change may or may not have been applied
+    // (it was), and the same call with the same request_id then changes nothing.
+    let id = new_basket("TEA").await;
+    let add = json!({ "basket_id": id, "sku": "CAKE", "quantity": 1, "request_id": "r-1" });
+    proxy.swallow("UpdateItem", 3);
+    let text = server.tool_error("add_item", add.clone()).await;
+    assert!(unknown(&text), "{text}");
+    assert!(text.contains("same request_id"), "{text}");
+    let again = server.ok("add_item", add).await;
+    assert_eq!(
+        items(&again),
+        [("CAKE".to_owned(), 1), ("TEA".to_owned(), 2)],
+        "applied once"
+    );
+
+    // Without a request_id the advice is to look first; looking shows it landed.
+    proxy.swallow("UpdateItem", 3);
+    let text = server
+        .tool_error("remove_item", json!({ "basket_id": id, "sku": "CAKE" }))
+        .await;
+    assert!(unknown(&text), "{text}");
+    let view = server.ok("view_basket", json!({ "basket_id": id })).await;
+    assert_eq!(items(&view), [("TEA".to_owned(), 2)]);
+
+    // A checkout whose every answer is lost: unknown; view_basket tells (it went through).
+    proxy.swallow("UpdateItem", 3);
+    let text = server
+        .tool_error("checkout", json!({ "basket_id": id }))
+        .await;
+    assert!(unknown(&text), "{text}");
+    assert!(text.contains("checked out"), "{text}");
+    let text = server
+        .tool_error("view_basket", json!({ "basket_id": id }))
+        .await;
+    assert!(text.contains("does not exist"), "{text}");
+
+    // A create whose answers are lost: whatever was made is unreachable, so "try again" is
+    // the truth.
+    proxy.swallow("PutItem", 3);
+    let text = server.tool_error("create_basket", json!({})).await;
+    assert!(text.contains("try the same call again"), "{text}");
+    assert!(text.contains("No basket you can use was created"), "{text}");
+
+    // Unreachable: nothing was sent, nothing changed, and the answer says so.
+    let id = new_basket("MUG").await;
+    proxy.refuse();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let text = server
+        .tool_error(
+            "add_item",
+            json!({ "basket_id": id, "sku": "MUG", "quantity": 1 }),
+        )
+        .await;
+    assert!(text.contains("Nothing was changed"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

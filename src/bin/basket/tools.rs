@@ -7,6 +7,12 @@
 //! Writes are optimistic: read the basket, change it, `update` with the version that was read,
 //! and on a conflict start over, with jittered backoff so a burst of concurrent calls on one
 //! basket all land.
+//!
+//! A change whose outcome the store could not learn (it was sent, its answer was lost) is told
+//! as such: it may or may not have been applied, so look before repeating it. `add_item` and
+//! `remove_item` take an optional client-chosen `request_id`, remembered in the basket (the
+//! latest [`MAX_REQUEST_IDS`]): a call repeating a remembered one changes nothing and returns the
+//! basket, so such a call can simply be sent again.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -39,6 +45,12 @@ const MAX_SKU_LEN: usize = 64;
 /// Attempts at a read-modify-write before giving up on a contended basket.
 const MAX_ATTEMPTS: u32 = 16;
 
+/// The `request_id`s a basket remembers (its latest changes).
+const MAX_REQUEST_IDS: usize = 32;
+
+/// Longest `request_id`, in characters.
+const MAX_REQUEST_ID_LEN: usize = 64;
+
 /// The basket server: five tools over a [`HandleStore`].
 ///
 /// Built once at start-up; the library clones it per request (cheap: two `Arc`s and a `Duration`).
@@ -67,6 +79,12 @@ pub(crate) struct AddItem {
     /// How many units to add, 1 to 1000.
     #[schemars(range(min = 1, max = 1000))]
     quantity: i64,
+    /// Optional: your own unique id for this change (1 to 64 letters, digits, `_` and `-`; a
+    /// UUID works). A repeated call with the same request_id on the same basket is applied at
+    /// most once.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"^[A-Za-z0-9_-]+$"))]
+    request_id: Option<String>,
 }
 
 /// Arguments of `remove_item`.
@@ -77,6 +95,11 @@ pub(crate) struct RemoveItem {
     /// Product code of the line to remove.
     #[schemars(length(min = 1, max = 64), regex(pattern = r"^[A-Za-z0-9_-]+$"))]
     sku: String,
+    /// Optional: your own unique id for this change, as for `add_item`. A repeated call with the
+    /// same request_id on the same basket is applied at most once.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"^[A-Za-z0-9_-]+$"))]
+    request_id: Option<String>,
 }
 
 /// One line of a basket.
@@ -120,6 +143,18 @@ pub(crate) struct CheckoutSummary {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Contents {
     items: BTreeMap<String, u32>,
+    /// The latest changes made with a `request_id`, oldest first (at most [`MAX_REQUEST_IDS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    applied: Vec<Applied>,
+}
+
+/// A change made with a `request_id`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Applied {
+    /// The client's `request_id`.
+    id: String,
+    /// What it did (`add TEA 2`, `remove TEA`), so a reused id for another change is refused.
+    change: String,
 }
 
 impl Contents {
@@ -135,7 +170,32 @@ impl Contents {
     }
 
     fn to_value(&self) -> serde_json::Value {
-        serde_json::json!({ "items": self.items })
+        if self.applied.is_empty() {
+            serde_json::json!({ "items": self.items })
+        } else {
+            serde_json::json!({ "items": self.items, "applied": self.applied })
+        }
+    }
+
+    /// Whether the change `request` was already applied (`Ok(true)`), is new (`Ok(false)`), or
+    /// reuses a remembered `request_id` for another change (an error).
+    fn already_applied(&self, request: &Applied) -> Result<bool, ToolError> {
+        match self.applied.iter().find(|a| a.id == request.id) {
+            None => Ok(false),
+            Some(done) if done.change == request.change => Ok(true),
+            Some(done) => Err(ToolError::Invalid(format!(
+                "request_id {} was already used on this basket for another change ({}). Use a \
+                 new request_id for each change.",
+                request.id, done.change
+            ))),
+        }
+    }
+
+    /// Remembers `request`, forgetting the oldest beyond [`MAX_REQUEST_IDS`].
+    fn remember(&mut self, request: Applied) {
+        self.applied.push(request);
+        let excess = self.applied.len().saturating_sub(MAX_REQUEST_IDS);
+        self.applied.drain(..excess);
     }
 
     fn lines(&self) -> Vec<Line> {
@@ -161,8 +221,10 @@ pub(crate) enum ToolError {
     /// The basket does not exist for this caller (unknown, expired, checked out, or another
     /// principal's: the answer is the same). Carries the configured TTL for the message.
     Gone(Duration),
-    /// The handle store is down.
+    /// The handle store is down, and nothing was changed.
     Unavailable,
+    /// The store did not confirm a change: it may or may not have been applied.
+    Unconfirmed(Unconfirmed),
     /// Too many concurrent writers on one basket.
     Busy,
     /// A bug or corrupt data; details are logged, not shown.
@@ -182,6 +244,26 @@ impl ToolError {
             Self::Unavailable => "The basket service is temporarily unavailable. Nothing was \
                 changed; try the same call again in a few seconds."
                 .into(),
+            Self::Unconfirmed(Unconfirmed::Create) => "The basket service is temporarily \
+                unavailable. No basket you can use was created (one may have been started, but \
+                its basket_id never reached you, so it expires unused); try the same call again \
+                in a few seconds."
+                .into(),
+            Self::Unconfirmed(Unconfirmed::Change { request_id: true }) => "The basket service \
+                did not confirm this change in time, so it may or may not have been applied. \
+                Repeat this exact call with the same request_id (a change is applied at most once \
+                per request_id), or call view_basket to see the basket."
+                .into(),
+            Self::Unconfirmed(Unconfirmed::Change { request_id: false }) => "The basket service \
+                did not confirm this change in time, so it may or may not have been applied. \
+                Call view_basket to see the basket before trying again. (Pass a request_id to \
+                add_item and remove_item to make a repeated call safe.)"
+                .into(),
+            Self::Unconfirmed(Unconfirmed::Checkout) => "The basket service did not confirm the \
+                checkout in time, so the basket may or may not have been checked out. Call \
+                view_basket: if the basket still exists, it was not checked out and you can call \
+                checkout again; if it no longer exists, the checkout went through."
+                .into(),
             Self::Busy => "The basket is being changed by other requests right now. Nothing was \
                 changed; try the same call again."
                 .into(),
@@ -190,6 +272,20 @@ impl ToolError {
                 .into(),
         }
     }
+}
+
+/// Which call an unconfirmed change belongs to: the advice differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unconfirmed {
+    /// `create_basket`: whatever was made is unreachable, so a retry is safe.
+    Create,
+    /// `add_item` or `remove_item`, with or without a `request_id`.
+    Change {
+        /// Whether the call carried a `request_id` (then repeating it is safe).
+        request_id: bool,
+    },
+    /// `checkout`.
+    Checkout,
 }
 
 impl IntoContents for ToolError {
@@ -240,14 +336,19 @@ impl Basket {
             .handles
             .create(&owner, KIND, contents.to_value(), self.ttl)
             .await
-            .map_err(|e| self.explain(e))?;
+            .map_err(|e| self.explain_write(e, Unconfirmed::Create))?;
         Ok(Json(self.view(&handle, &contents)))
     }
 
     #[tool(
         description = "Add units of a product to a basket. Adding a SKU already in the basket \
             increases its quantity (at most 1000 units per SKU, 100 SKUs per basket). Returns \
-            the updated basket. Baskets expire after 24 h of inactivity.",
+            the updated basket. Baskets expire after 24 h of inactivity. Pass an optional \
+            request_id (your own unique id for this change, e.g. a UUID) to make the call safe \
+            to repeat: the basket remembers its latest 32 request_ids, and a repeated call with \
+            one of them changes nothing and returns the basket. If an answer says the change \
+            may or may not have been applied, repeat the call with the same request_id, or call \
+            view_basket before trying again.",
         annotations(
             title = "Add item",
             read_only_hint = false,
@@ -262,9 +363,10 @@ impl Basket {
     ) -> Result<Json<BasketView>, ToolError> {
         let sku = validate_sku(&args.sku)?;
         let quantity = validate_quantity(args.quantity)?;
+        let request = request(args.request_id, || format!("add {sku} {quantity}"))?;
         let id = self.basket_id(&args.basket_id)?;
         let (handle, contents) = self
-            .modify(&owner(&ctx), id, |contents| {
+            .modify(&owner(&ctx), id, request, |contents| {
                 if !contents.items.contains_key(sku) && contents.items.len() >= MAX_LINES {
                     return Err(ToolError::Invalid(format!(
                         "The basket already holds {MAX_LINES} different SKUs, the most allowed. \
@@ -288,7 +390,9 @@ impl Basket {
 
     #[tool(
         description = "Remove a product line (all its units) from a basket. Returns the \
-            updated basket. Baskets expire after 24 h of inactivity.",
+            updated basket. Baskets expire after 24 h of inactivity. Takes an optional \
+            request_id as add_item does: a repeated call with the same request_id changes \
+            nothing and returns the basket.",
         annotations(
             title = "Remove item",
             read_only_hint = false,
@@ -303,9 +407,10 @@ impl Basket {
         Parameters(args): Parameters<RemoveItem>,
     ) -> Result<Json<BasketView>, ToolError> {
         let sku = validate_sku(&args.sku)?;
+        let request = request(args.request_id, || format!("remove {sku}"))?;
         let id = self.basket_id(&args.basket_id)?;
         let (handle, contents) = self
-            .modify(&owner(&ctx), id, |contents| {
+            .modify(&owner(&ctx), id, request, |contents| {
                 contents.items.remove(sku).map(drop).ok_or_else(|| {
                     ToolError::Invalid(format!(
                         "{sku} is not in this basket; call view_basket to see its lines."
@@ -377,7 +482,7 @@ impl Basket {
                     }));
                 }
                 Err(HandleError::Conflict { .. }) => backoff(attempt).await,
-                Err(e) => return Err(self.explain(e)),
+                Err(e) => return Err(self.explain_write(e, Unconfirmed::Checkout)),
             }
         }
         Err(ToolError::Busy)
@@ -395,13 +500,19 @@ impl Basket {
 impl rmcp::ServerHandler for Basket {}
 
 impl Basket {
-    /// Reads, changes and writes back a basket, retrying on concurrent changes.
+    /// Reads, changes and writes back a basket, retrying on concurrent changes. With a
+    /// `request`, a change the basket remembers is not applied again: the basket is returned
+    /// as it is.
     async fn modify(
         &self,
         owner: &str,
         id: HandleId,
+        request: Option<Applied>,
         change: impl Fn(&mut Contents) -> Result<(), ToolError>,
     ) -> Result<(Handle, Contents), ToolError> {
+        let unconfirmed = Unconfirmed::Change {
+            request_id: request.is_some(),
+        };
         for attempt in 0..MAX_ATTEMPTS {
             let handle = self
                 .handles
@@ -409,7 +520,15 @@ impl Basket {
                 .await
                 .map_err(|e| self.explain(e))?;
             let mut contents = Contents::of(&handle, self.ttl)?;
-            change(&mut contents)?;
+            if let Some(request) = &request {
+                if contents.already_applied(request)? {
+                    return Ok((handle, contents));
+                }
+                change(&mut contents)?;
+                contents.remember(request.clone());
+            } else {
+                change(&mut contents)?;
+            }
             let data = contents.to_value();
             match self
                 .handles
@@ -418,7 +537,7 @@ impl Basket {
             {
                 Ok(handle) => return Ok((handle, contents)),
                 Err(HandleError::Conflict { .. }) => backoff(attempt).await,
-                Err(e) => return Err(self.explain(e)),
+                Err(e) => return Err(self.explain_write(e, unconfirmed)),
             }
         }
         tracing::warn!(attempts = MAX_ATTEMPTS, "basket update kept conflicting");
@@ -430,12 +549,26 @@ impl Basket {
         text.trim().parse().map_err(|_| ToolError::Gone(self.ttl))
     }
 
-    /// A store error as the caller should see it.
+    /// A store error of a change the caller must know the fate of, as the caller should see it:
+    /// an unknown outcome is said to be unknown, with `what` deciding the advice.
+    fn explain_write(&self, error: HandleError, what: Unconfirmed) -> ToolError {
+        match error {
+            HandleError::Indeterminate(reason) => {
+                tracing::warn!(%reason, "handle store did not confirm a write");
+                ToolError::Unconfirmed(what)
+            }
+            other => self.explain(other),
+        }
+    }
+
+    /// A store error as the caller should see it. Reads never answer `Indeterminate`; for a
+    /// touch (`view_basket`) it only means the expiry may or may not have moved, so it reads as
+    /// unavailable: the basket's contents did not change.
     fn explain(&self, error: HandleError) -> ToolError {
         match error {
             HandleError::NotFound => ToolError::Gone(self.ttl),
             HandleError::Conflict { .. } => ToolError::Busy,
-            HandleError::Unavailable(reason) => {
+            HandleError::Unavailable(reason) | HandleError::Indeterminate(reason) => {
                 tracing::warn!(%reason, "handle store unavailable");
                 ToolError::Unavailable
             }
@@ -477,6 +610,30 @@ fn validate_sku(sku: &str) -> Result<&str, ToolError> {
              (e.g. \"TEA-001\")."
         )))
     }
+}
+
+/// A call's optional `request_id` with its change (`describe` names it), checked.
+fn request(
+    request_id: Option<String>,
+    describe: impl FnOnce() -> String,
+) -> Result<Option<Applied>, ToolError> {
+    let Some(id) = request_id else {
+        return Ok(None);
+    };
+    let ok = (1..=MAX_REQUEST_ID_LEN).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !ok {
+        return Err(ToolError::Invalid(format!(
+            "request_id must be 1 to {MAX_REQUEST_ID_LEN} characters of letters, digits, '_' \
+             and '-' (a UUID works), or left out."
+        )));
+    }
+    Ok(Some(Applied {
+        id,
+        change: describe(),
+    }))
 }
 
 fn validate_quantity(quantity: i64) -> Result<u32, ToolError> {
@@ -574,6 +731,64 @@ mod tests {
             .explain(HandleError::Conflict { current_version: 9 })
             .message();
         assert!(busy.contains("try the same call again"), "{busy}");
+    }
+
+    #[test]
+    fn an_unconfirmed_change_says_it_may_have_been_applied_and_how_to_find_out() {
+        let basket = Basket::new(mcp_lambda::handles::memory(), Duration::from_secs(60));
+        let lost = || HandleError::Indeterminate("read timeout".into());
+        for what in [
+            Unconfirmed::Change { request_id: true },
+            Unconfirmed::Change { request_id: false },
+            Unconfirmed::Checkout,
+        ] {
+            let text = basket.explain_write(lost(), what).message();
+            assert!(text.contains("may or may not have been"), "{text}");
+            assert!(text.contains("view_basket"), "{text}");
+            assert!(!text.contains("Nothing was changed"), "{text}");
+            assert!(!text.contains("temporarily unavailable"), "{text}");
+            assert!(!text.contains("read timeout"), "details stay in the logs");
+        }
+        let text = basket
+            .explain_write(lost(), Unconfirmed::Change { request_id: true })
+            .message();
+        assert!(text.contains("same request_id"), "{text}");
+        // A create whose answer was lost made nothing the caller can reach: retrying is safe.
+        let text = basket.explain_write(lost(), Unconfirmed::Create).message();
+        assert!(text.contains("try the same call again"), "{text}");
+        // A touch (view_basket) changes no contents: unavailable, try again.
+        let text = basket.explain(lost()).message();
+        assert!(text.contains("temporarily unavailable"), "{text}");
+    }
+
+    #[test]
+    fn a_basket_remembers_its_latest_request_ids() {
+        let mut contents = Contents::default();
+        let add = |id: &str| Applied {
+            id: id.into(),
+            change: "add TEA 1".into(),
+        };
+        assert!(!contents.already_applied(&add("a")).unwrap());
+        contents.remember(add("a"));
+        assert!(contents.already_applied(&add("a")).unwrap());
+        let other = Applied {
+            id: "a".into(),
+            change: "remove TEA".into(),
+        };
+        assert!(matches!(
+            contents.already_applied(&other),
+            Err(ToolError::Invalid(_))
+        ));
+        for n in 0..MAX_REQUEST_IDS {
+            contents.remember(add(&n.to_string()));
+        }
+        assert_eq!(contents.applied.len(), MAX_REQUEST_IDS);
+        assert!(!contents.already_applied(&add("a")).unwrap(), "forgotten");
+        let stored: Contents = serde_json::from_value(contents.to_value()).unwrap();
+        assert_eq!(stored.applied, contents.applied);
+        // A basket stored before request_ids existed still reads.
+        let old: Contents = serde_json::from_value(serde_json::json!({ "items": {} })).unwrap();
+        assert!(old.applied.is_empty());
     }
 
     #[test]
