@@ -7,8 +7,8 @@
 //!
 //! The front's pieces (envelope checks, cache-header mapping) are private, so they are measured
 //! through the public service: refusals never reach rmcp, so `front/*` is the front alone; the
-//! cache-header mapping parses every JSON answer, so `request/*/tools_list_53` against
-//! `tools_list` (3 tools) shows how the layers scale with the size of the answer.
+//! answer's size is what the cache-hint and list layers could scale with, so
+//! `request/*/tools_list_53` (a 7 KB list) against `tools_list` (3 tools) shows whether they do.
 
 #[path = "support/tools.rs"]
 mod tools;
