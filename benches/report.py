@@ -88,9 +88,14 @@ def report(by_kind, results_path):
       f"{machine['starts']} cold starts per server; results file `{results_path}`.")
     w("")
     w(f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['mem_gib']} GiB, Linux {machine['kernel']}; "
-      f"{machine['rustc']}, Node {machine['node']}, Python {machine['python']}, {machine['wrk']}. "
+      f"{machine['rustc']}, Node {machine['node']}, Python {machine['python']}, {' '.join(machine['wrk'].split()[:2])}. "
       f"Load average at start {' '.join(machine['loadavg_start'])}, at end {end.get('loadavg_end', '?')} "
       "(the machine is shared with other builds: ratios come from interleaved runs of the same round).")
+    loadavgs = sorted(float(r["loadavg"]) for r in by_kind["load"] if r.get("loadavg"))
+    if loadavgs:
+        w("")
+        w(f"1-minute load average at the end of each load run: median {statistics.median(loadavgs):.2f}, "
+          f"range {loadavgs[0]:.2f}–{loadavgs[-1]:.2f} (2 cores; the server and wrk account for up to 2 of it).")
     w("")
     w("### Cold start (process exec → first `server/discover` 200)")
     w("")
@@ -220,7 +225,8 @@ def main():
     p.add_argument("--doc")
     a = p.parse_args()
     by_kind = load(a.results)
-    text, cold_med, loads, servers = report(by_kind, Path(a.results).name)
+    results = Path(a.results)
+    text, cold_med, loads, servers = report(by_kind, f"{results.parent.name}/{results.name}")
     print(text)
     Path(a.out, "report.md").write_text(text)
     if a.chart:
