@@ -552,3 +552,29 @@ async fn a_token_verified_once_is_refused_once_it_expires() {
     assert_eq!(a.status, 401, "{}", a.text);
     assert!(challenge(&a).contains("expired"), "{}", challenge(&a));
 }
+
+#[tokio::test]
+async fn a_withdrawn_key_stops_working_even_for_tokens_already_verified() {
+    let s = setup(&[("MCP_AUTH_JWKS_MIN_REFRESH_SECS", "0")]).await;
+    let old = s.token("basic");
+    assert_eq!(
+        post(&s.service, bearer(call("echo_1"), &old)).await.status,
+        200
+    );
+    // The issuer withdraws rsa-1; a token from the new key makes us refetch.
+    let new = TestKey::ed25519("ed-new");
+    s.issuer.set_keys(&[&new]);
+    let fresh = new.sign(&s.issuer.claims(AUDIENCE, "alice", "basic"));
+    assert_eq!(
+        post(&s.service, bearer(call("echo_1"), &fresh))
+            .await
+            .status,
+        200
+    );
+    let a = post(&s.service, bearer(call("echo_1"), &old)).await;
+    assert_eq!(
+        a.status, 401,
+        "a cached token outlived its withdrawn key: {}",
+        a.text
+    );
+}

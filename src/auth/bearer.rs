@@ -102,15 +102,21 @@ impl Authenticator {
             }
         };
         let (now, leeway) = (jwt::now_secs(), self.settings.leeway.as_secs_f64());
-        let principal = match self.verified.get(token, now, leeway) {
+        let principal = match self
+            .verified
+            .get(token, self.jwks.generation(), now, leeway)
+        {
             Some(verified) => verified.principal,
             None => {
+                // The generation before verifying: a refresh during it starts the cache over.
+                let generation = self.jwks.generation();
                 let verified = self
                     .verify(token)
                     .await
                     .map_err(|e| refuse(Challenge::InvalidToken(e)))?;
                 let principal = verified.principal.clone();
-                self.verified.insert(token, verified, now, leeway);
+                self.verified
+                    .insert(token, verified, generation, now, leeway);
                 principal
             }
         };

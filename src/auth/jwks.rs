@@ -5,7 +5,10 @@
 //! cached key set through an `Arc` swap.
 
 use std::{
-    sync::{Arc, RwLock},
+    sync::{
+        Arc, RwLock,
+        atomic::{AtomicU64, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -31,6 +34,9 @@ pub(crate) struct Jwks {
     /// The JWKS URL once known (configured, or discovered from the issuer).
     url: tokio::sync::Mutex<Option<String>>,
     keys: RwLock<Arc<Vec<Jwk>>>,
+    /// Bumped whenever the key set is replaced, so tokens verified under an
+    /// older set (whose key may have been withdrawn) are verified again.
+    generation: AtomicU64,
     /// When the last fetch was attempted; refreshes are serialised through it.
     last_fetch: tokio::sync::Mutex<Option<Instant>>,
     min_refresh: Duration,
@@ -68,6 +74,7 @@ impl Jwks {
             configured_url: settings.jwks_url.clone(),
             url: tokio::sync::Mutex::new(settings.jwks_url.clone()),
             keys: RwLock::new(Arc::new(Vec::new())),
+            generation: AtomicU64::new(0),
             last_fetch: tokio::sync::Mutex::new(None),
             min_refresh: settings.jwks_min_refresh,
             client: Client::builder(TokioExecutor::new()).build(connector),
@@ -75,6 +82,10 @@ impl Jwks {
     }
 
     /// The cached keys (no I/O).
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
     pub(crate) fn current(&self) -> Arc<Vec<Jwk>> {
         self.keys.read().expect("JWKS lock poisoned").clone()
     }
@@ -115,6 +126,7 @@ impl Jwks {
         }
         let count = keys.len();
         *self.keys.write().expect("JWKS lock poisoned") = Arc::new(keys);
+        self.generation.fetch_add(1, Ordering::Release);
         Ok(count)
     }
 
