@@ -578,7 +578,7 @@ async fn client_loop(
                 let mut after = items.clone();
                 *after.entry(sku.to_string()).or_insert(0) += quantity;
                 let mut args = json!({"basket_id": id, "sku": sku, "quantity": quantity});
-                if pick % 2 == 0 {
+                if pick.is_multiple_of(2) {
                     args["request_id"] = json!(format!("{seed}-{step:x}"));
                 }
                 let want = expect_items(after.clone());
@@ -592,7 +592,7 @@ async fn client_loop(
                 let mut after = items.clone();
                 after.remove(sku);
                 let mut args = json!({"basket_id": id, "sku": sku});
-                if pick % 2 == 0 {
+                if pick.is_multiple_of(2) {
                     args["request_id"] = json!(format!("{seed}-{step:x}"));
                 }
                 // Removing a SKU the basket lacks is a tool error that changes nothing.
