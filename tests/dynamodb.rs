@@ -261,7 +261,10 @@ async fn each_handle_operation_is_one_dynamodb_request_on_the_warm_connection() 
         Err(HandleError::Conflict { current_version: 2 })
     );
     let touched = one_request!("touch", store.touch(&alice, h.id, HOUR), "UpdateItem").unwrap();
-    assert_eq!(touched.version, 2);
+    assert_eq!(
+        touched.version, 3,
+        "a touch bumps the version: a fence for older writes"
+    );
     assert_eq!(
         one_request!("get, other owner", store.get(&mallory, h.id), "GetItem"),
         Err(HandleError::NotFound)
@@ -269,7 +272,7 @@ async fn each_handle_operation_is_one_dynamodb_request_on_the_warm_connection() 
     assert_eq!(
         one_request!(
             "update, other owner",
-            store.update(&mallory, h.id, 2, json!(0), HOUR),
+            store.update(&mallory, h.id, 3, json!(0), HOUR),
             "UpdateItem"
         ),
         Err(HandleError::NotFound)
@@ -277,13 +280,13 @@ async fn each_handle_operation_is_one_dynamodb_request_on_the_warm_connection() 
     assert_eq!(
         one_request!(
             "delete, stale version",
-            store.delete(&alice, h.id, Some(1)),
+            store.delete(&alice, h.id, Some(2)),
             "UpdateItem"
         ),
-        Err(HandleError::Conflict { current_version: 2 })
+        Err(HandleError::Conflict { current_version: 3 })
     );
     // A delete leaves a tombstone (an UpdateItem), so a retried delete recognises itself.
-    one_request!("delete", store.delete(&alice, h.id, Some(2)), "UpdateItem").unwrap();
+    one_request!("delete", store.delete(&alice, h.id, Some(3)), "UpdateItem").unwrap();
     assert_eq!(
         one_request!("get, deleted", store.get(&alice, h.id), "GetItem"),
         Err(HandleError::NotFound)
@@ -562,6 +565,20 @@ async fn a_write_whose_answer_is_lost_recognises_itself_on_retry_or_says_its_out
         "{lost:?}"
     );
     proxy.take();
+    // A touch that answers settles every earlier write: this one names version 3, which the
+    // touches above made stale, so it cannot land even if it were still on its way.
+    let touched = store.touch(&alice, h.id, HOUR).await.unwrap();
+    proxy.take();
+    assert!(touched.version >= 5, "{}", touched.version);
+    assert_eq!(
+        store
+            .update(&alice, h.id, 3, json!({ "n": "late" }), HOUR)
+            .await,
+        Err(HandleError::Conflict {
+            current_version: touched.version
+        })
+    );
+    proxy.take();
     // A read whose answers are lost changed nothing: unavailable.
     proxy.swallow("GetItem", 3);
     let lost = store.get(&alice, h.id).await;
@@ -572,9 +589,14 @@ async fn a_write_whose_answer_is_lost_recognises_itself_on_retry_or_says_its_out
     // connection, but the first attempt may have landed (it did), so: unknown, not "nothing
     // changed".
     proxy.swallow("UpdateItem", 1);
+    let version = touched.version;
     let call = {
         let (store, alice, id) = (store.clone(), alice.clone(), h.id);
-        tokio::spawn(async move { store.update(&alice, id, 3, json!({ "n": 3 }), HOUR).await })
+        tokio::spawn(async move {
+            store
+                .update(&alice, id, version, json!({ "n": 3 }), HOUR)
+                .await
+        })
     };
     wait_for_requests(&proxy, 1).await;
     proxy.refuse();
@@ -583,12 +605,14 @@ async fn a_write_whose_answer_is_lost_recognises_itself_on_retry_or_says_its_out
         matches!(lost, Err(HandleError::Indeterminate(_))),
         "an earlier attempt may have landed: {lost:?}"
     );
-    assert_eq!(read(h.id).await.unwrap().version, 4, "and it had");
+    assert_eq!(read(h.id).await.unwrap().version, version + 1, "and it had");
 
     // Nothing listening at all: no attempt was sent, so nothing changed, and the store says
     // that.
     tokio::time::sleep(Duration::from_millis(200)).await; // the client sees its pool closed
-    let refused = store.update(&alice, h.id, 4, json!({ "n": 4 }), HOUR).await;
+    let refused = store
+        .update(&alice, h.id, version + 1, json!({ "n": 4 }), HOUR)
+        .await;
     assert!(
         matches!(refused, Err(HandleError::Unavailable(_))),
         "{refused:?}"
@@ -607,7 +631,7 @@ async fn a_write_whose_answer_is_lost_recognises_itself_on_retry_or_says_its_out
         );
     }
     let now = read(h.id).await.unwrap();
-    assert_eq!((now.version, now.data), (4, json!({ "n": 3 })));
+    assert_eq!((now.version, now.data), (version + 1, json!({ "n": 3 })));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

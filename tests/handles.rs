@@ -40,7 +40,7 @@ macro_rules! contract_tests {
                 created_handle_reads_back_at_version_one,
                 update_with_the_read_version_bumps_it,
                 update_with_a_stale_version_is_a_conflict_naming_the_current_version,
-                touch_keeps_data_and_version,
+                touch_keeps_data_and_bumps_the_version_so_older_writes_cannot_land,
                 delete_removes_the_handle,
                 a_deleted_handle_is_not_found_for_every_operation_like_a_missing_one,
                 delete_with_a_stale_version_is_a_conflict_and_keeps_the_handle,
@@ -155,26 +155,40 @@ async fn update_with_a_stale_version_is_a_conflict_naming_the_current_version(
     );
 }
 
-async fn touch_keeps_data_and_version(store: Arc<dyn HandleStore>) {
+/// A touch is a fence: a write issued before it (say one whose answer was lost and that is still
+/// queued in the backend) names a version that is now stale, so what the touch returns is final.
+async fn touch_keeps_data_and_bumps_the_version_so_older_writes_cannot_land(
+    store: Arc<dyn HandleStore>,
+) {
     let alice = owner("alice");
     let h = store
         .create(&alice, "k", json!([1, 2]), Duration::from_secs(60))
         .await
         .unwrap();
     let touched = store.touch(&alice, h.id, HOUR).await.unwrap();
-    assert_eq!(touched.version, 1);
+    assert_eq!(touched.version, 2);
     assert_eq!(touched.data, json!([1, 2]));
+    assert_eq!(touched.created_at_ms, h.created_at_ms);
     assert!(
         touched.expires_at_ms >= h.expires_at_ms + 3_000_000,
         "touch moved expiry from {} to {}",
         h.expires_at_ms,
         touched.expires_at_ms
     );
-    // A touch does not make a concurrent writer's version stale.
-    store
-        .update(&alice, h.id, 1, json!([3]), HOUR)
+    assert_eq!(
+        store.update(&alice, h.id, 1, json!([3]), HOUR).await,
+        Err(HandleError::Conflict { current_version: 2 }),
+        "a write issued before the touch cannot land after it"
+    );
+    assert_eq!(
+        store.delete(&alice, h.id, Some(1)).await,
+        Err(HandleError::Conflict { current_version: 2 })
+    );
+    let updated = store
+        .update(&alice, h.id, 2, json!([3]), HOUR)
         .await
         .unwrap();
+    assert_eq!((updated.version, updated.data), (3, json!([3])));
 }
 
 async fn delete_removes_the_handle(store: Arc<dyn HandleStore>) {

@@ -9,7 +9,7 @@
 //! | `owner` | S | the owner key; anyone else gets `NotFound` |
 //! | `kind` | S | the tool's label (`basket`) |
 //! | `data` | S | the tool's state, compact JSON (≤ [`MAX_DATA_BYTES`](super::MAX_DATA_BYTES)) |
-//! | `version` | N | 1 at creation, +1 per update |
+//! | `version` | N | 1 at creation, +1 per update and per touch |
 //! | `created_at` | N | epoch milliseconds |
 //! | `expires_at` | N | epoch **seconds**, rounded up: the table's TTL attribute, for the sweeper |
 //! | `expires_at_ms` | N | epoch milliseconds: the expiry every operation checks |
@@ -49,6 +49,11 @@
 //! sent and then timed out, lost its connection or met a 5xx) and no later attempt saw its
 //! result, the answer is [`HandleError::Indeterminate`]. Reads never are: a failed `GetItem`
 //! changed nothing.
+//!
+//! An attempt whose answer was lost may still be on its way: queued in DynamoDB or in the
+//! network, applied after the caller has moved on. A `GetItem` cannot rule that out; a
+//! [`touch`](HandleStore::touch) can, since it bumps the version that every pending write is
+//! conditioned on, so once it has answered, no write issued before it can land.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -703,14 +708,20 @@ impl HandleStore for DynamoDbHandleStore {
                 .update_item()
                 .table_name(self.table.as_ref())
                 .key(pk, pk_value)
-                .update_expression("SET expires_at = :exp, expires_at_ms = :exp_ms")
+                // The version moves too: a write issued before this touch (one whose answer was
+                // lost, possibly still on its way) can no longer land.
+                .update_expression(
+                    "SET expires_at = :exp, expires_at_ms = :exp_ms, #version = #version + :one",
+                )
                 .condition_expression(
                     "#owner = :owner AND expires_at_ms > :now AND attribute_not_exists(#deleted)",
                 )
                 .expression_attribute_names("#owner", "owner")
                 .expression_attribute_names("#deleted", DELETED)
+                .expression_attribute_names("#version", "version")
                 .expression_attribute_values(":exp", n(expires_at_ms.div_ceil(1000)))
                 .expression_attribute_values(":exp_ms", n(expires_at_ms))
+                .expression_attribute_values(":one", n(1))
                 .expression_attribute_values(":owner", s(owner))
                 .expression_attribute_values(":now", n(now))
                 .return_values(ReturnValue::AllNew)

@@ -248,6 +248,7 @@ impl HandleStore for MemoryHandleStore {
         let result = validate(owner, None, None, ttl).and_then(|()| {
             self.with_live(owner, id, |mut entry, now| {
                 let handle = entry.get_mut();
+                handle.version += 1;
                 handle.expires_at_ms = now.saturating_add(ttl_ms(ttl));
                 Ok(handle.clone())
             })
@@ -304,7 +305,7 @@ mod tests {
         *now.lock().unwrap() += Duration::from_secs(8);
         store.touch("o", h.id, ttl).await.unwrap();
         *now.lock().unwrap() += Duration::from_secs(8);
-        let h = store.update("o", h.id, 1, json!(2), ttl).await.unwrap();
+        let h = store.update("o", h.id, 2, json!(2), ttl).await.unwrap();
         *now.lock().unwrap() += Duration::from_secs(8);
         assert_eq!(store.get("o", h.id).await.unwrap().data, json!(2));
     }

@@ -18,13 +18,17 @@
 //!   [`update`](HandleStore::update) and [`touch`](HandleStore::touch) slide the expiry forward:
 //!   the TTL measures inactivity.
 //! - **Writes are optimistic.** Each handle carries a `version`, starting at 1 and bumped by every
-//!   [`update`](HandleStore::update). A write that names a stale version fails with
+//!   [`update`](HandleStore::update) and [`touch`](HandleStore::touch). A write that names a
+//!   stale version fails with
 //!   [`HandleError::Conflict`]; re-read and retry. A `Conflict` is only answered when the write
 //!   certainly did not land, so the retry cannot apply a change twice.
 //! - **A write's outcome is told truthfully.** A write retried by the backend after a lost
 //!   answer recognises its own landed attempt and succeeds. A write whose outcome nobody knows
 //!   (the request went out, no answer came back) is [`HandleError::Indeterminate`], never
-//!   [`HandleError::Unavailable`], which promises that nothing changed.
+//!   [`HandleError::Unavailable`], which promises that nothing changed. Such a write may still
+//!   land later (it can be queued in the backend); a [`touch`](HandleStore::touch) settles an
+//!   update or a versioned delete: it bumps the version, so once it has answered, the handle it
+//!   returns shows the write or the write can never land.
 //! - **Deleted is gone.** A deleted handle is [`HandleError::NotFound`] for every operation,
 //!   exactly like one that never existed (a stale version names no `Conflict`).
 //! - **Data is bounded.** Serialized data above [`MAX_DATA_BYTES`] is refused, so every handle
@@ -102,8 +106,8 @@ pub struct Handle {
     pub kind: String,
     /// The tool's state.
     pub data: serde_json::Value,
-    /// 1 at creation, +1 on every [`update`](HandleStore::update). [`touch`](HandleStore::touch)
-    /// leaves it alone.
+    /// 1 at creation, +1 on every [`update`](HandleStore::update) and
+    /// [`touch`](HandleStore::touch).
     pub version: u64,
     /// When the handle was created, in milliseconds since the Unix epoch.
     pub created_at_ms: u64,
@@ -216,8 +220,14 @@ pub trait HandleStore: Send + Sync + 'static {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Handle, HandleError>>;
 
-    /// Slides the expiry of a live handle to now + `ttl` without changing data or version, and
-    /// returns the handle. An expired handle stays expired.
+    /// Slides the expiry of a live handle to now + `ttl` and bumps its version without changing
+    /// its data, and returns the handle. An expired handle stays expired.
+    ///
+    /// The version moves so that a touch is a fence: an [`update`](Self::update) or a
+    /// versioned [`delete`](Self::delete) issued before it, even one whose answer was lost and
+    /// that is still on its way ([`HandleError::Indeterminate`]), names a version that is now
+    /// stale and can no longer land. The handle a touch returns is therefore final about every
+    /// such earlier write: what it shows landed, and what it does not show never will.
     ///
     /// # Errors
     ///

@@ -9,7 +9,9 @@
 //! basket all land.
 //!
 //! A change whose outcome the store could not learn (it was sent, its answer was lost) is told
-//! as such: it may or may not have been applied, so look before repeating it. `add_item` and
+//! as such: it may or may not have been applied, so look before repeating it. Looking settles
+//! it: `view_basket` is a store `touch`, which bumps the basket's version, so a lost write
+//! still on its way (conditioned on the older version) can no longer land afterwards. `add_item` and
 //! `remove_item` take an optional client-chosen `request_id`, remembered in the basket (the
 //! latest [`MAX_REQUEST_IDS`]): a call repeating a remembered one changes nothing and returns the
 //! basket, so such a call can simply be sent again.
@@ -256,13 +258,15 @@ impl ToolError {
                 .into(),
             Self::Unconfirmed(Unconfirmed::Change { request_id: false }) => "The basket service \
                 did not confirm this change in time, so it may or may not have been applied. \
-                Call view_basket to see the basket before trying again. (Pass a request_id to \
+                Call view_basket to see the basket before trying again: what it shows is final, \
+                a change it does not show will not be applied later. (Pass a request_id to \
                 add_item and remove_item to make a repeated call safe.)"
                 .into(),
             Self::Unconfirmed(Unconfirmed::Checkout) => "The basket service did not confirm the \
                 checkout in time, so the basket may or may not have been checked out. Call \
-                view_basket: if the basket still exists, it was not checked out and you can call \
-                checkout again; if it no longer exists, the checkout went through."
+                view_basket: if the basket still exists, it was not checked out (and no longer \
+                will be) and you can call checkout again; if it no longer exists, the checkout \
+                went through."
                 .into(),
             Self::Busy => "The basket is being changed by other requests right now. Nothing was \
                 changed; try the same call again."
@@ -423,7 +427,9 @@ impl Basket {
 
     #[tool(
         description = "Show the lines and total quantity of a basket. Viewing counts as use: \
-            it resets the basket's 24 h inactivity expiry.",
+            it resets the basket's 24 h inactivity expiry. What it shows is final about earlier \
+            calls: a change that was reported as maybe applied and is not shown will not be \
+            applied later.",
         annotations(title = "View basket", read_only_hint = true, open_world_hint = false)
     )]
     async fn view_basket(
