@@ -73,7 +73,7 @@ use aws_sdk_dynamodb::types::{
 };
 use futures::future::{BoxFuture, FutureExt};
 
-use super::{Handle, HandleError, HandleId, HandleStore, epoch_ms, ttl_ms, validate};
+use super::{Handle, HandleError, HandleId, HandleStore, epoch_ms, expiry_ms, validate};
 
 /// The table definition, as CloudFormation `AWS::DynamoDB::Table` properties: the one copy in
 /// `infra/handles-table.json`, used by [`DynamoDbHandleStore::create_table`] (tests, local
@@ -530,15 +530,7 @@ impl HandleStore for DynamoDbHandleStore {
             let id = HandleId::random()?;
             let write_id = HandleId::random()?.to_string();
             let now = now_ms();
-            let handle = Handle {
-                id,
-                owner: owner.to_owned(),
-                kind: kind.to_owned(),
-                data,
-                version: 1,
-                created_at_ms: now,
-                expires_at_ms: now.saturating_add(ttl_ms(ttl)),
-            };
+            let handle = Handle::created(id, owner, kind, data, now, ttl);
             let (pk, pk_value) = Self::key(id);
             let attempts = Attempts::default();
             let result = self
@@ -626,7 +618,7 @@ impl HandleStore for DynamoDbHandleStore {
             validate(owner, None, Some(&data), ttl)?;
             let write_id = HandleId::random()?.to_string();
             let now = now_ms();
-            let expires_at_ms = now.saturating_add(ttl_ms(ttl));
+            let expires_at_ms = expiry_ms(now, ttl);
             let (pk, pk_value) = Self::key(id);
             let attempts = Attempts::default();
             let result = self
@@ -700,7 +692,7 @@ impl HandleStore for DynamoDbHandleStore {
         async move {
             validate(owner, None, None, ttl)?;
             let now = now_ms();
-            let expires_at_ms = now.saturating_add(ttl_ms(ttl));
+            let expires_at_ms = expiry_ms(now, ttl);
             let (pk, pk_value) = Self::key(id);
             let attempts = Attempts::default();
             let result = self
@@ -761,7 +753,7 @@ impl HandleStore for DynamoDbHandleStore {
             }
             let write_id = HandleId::random()?.to_string();
             let now = now_ms();
-            let tombstone_expires_ms = now.saturating_add(ttl_ms(TOMBSTONE_TTL));
+            let tombstone_expires_ms = expiry_ms(now, TOMBSTONE_TTL);
             let (pk, pk_value) = Self::key(id);
             let attempts = Attempts::default();
             // A tombstone rather than DeleteItem: a retried attempt finds its own write_id.

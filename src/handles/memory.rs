@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use futures::future::{self, BoxFuture, FutureExt};
 
-use super::{Handle, HandleError, HandleId, HandleStore, epoch_ms, ttl_ms, validate};
+use super::{Handle, HandleError, HandleId, HandleStore, epoch_ms, expiry_ms, validate};
 
 /// Live handles the store holds before it refuses new ones (after first dropping expired ones).
 const DEFAULT_CAPACITY: usize = 100_000;
@@ -142,15 +142,7 @@ impl MemoryHandleStore {
                 break id;
             }
         };
-        let handle = Handle {
-            id,
-            owner: owner.to_owned(),
-            kind: kind.to_owned(),
-            data,
-            version: 1,
-            created_at_ms: now,
-            expires_at_ms: now.saturating_add(ttl_ms(ttl)),
-        };
+        let handle = Handle::created(id, owner, kind, data, now, ttl);
         inner.handles.insert(id, handle.clone());
         Ok(handle)
     }
@@ -232,7 +224,7 @@ impl HandleStore for MemoryHandleStore {
                 }
                 handle.data = data;
                 handle.version += 1;
-                handle.expires_at_ms = now.saturating_add(ttl_ms(ttl));
+                handle.expires_at_ms = expiry_ms(now, ttl);
                 Ok(handle.clone())
             })
         });
@@ -249,7 +241,7 @@ impl HandleStore for MemoryHandleStore {
             self.with_live(owner, id, |mut entry, now| {
                 let handle = entry.get_mut();
                 handle.version += 1;
-                handle.expires_at_ms = now.saturating_add(ttl_ms(ttl));
+                handle.expires_at_ms = expiry_ms(now, ttl);
                 Ok(handle.clone())
             })
         });

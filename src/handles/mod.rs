@@ -116,6 +116,26 @@ pub struct Handle {
 }
 
 impl Handle {
+    /// A handle just created at `now_ms`: version 1, expiring after `ttl`.
+    pub(crate) fn created(
+        id: HandleId,
+        owner: &str,
+        kind: &str,
+        data: serde_json::Value,
+        now_ms: u64,
+        ttl: Duration,
+    ) -> Self {
+        Self {
+            id,
+            owner: owner.to_owned(),
+            kind: kind.to_owned(),
+            data,
+            version: 1,
+            created_at_ms: now_ms,
+            expires_at_ms: expiry_ms(now_ms, ttl),
+        }
+    }
+
     /// The expiry in whole seconds since the Unix epoch, rounded up (DynamoDB's TTL attribute).
     pub fn expires_at_secs(&self) -> u64 {
         self.expires_at_ms.div_ceil(1000)
@@ -387,6 +407,11 @@ fn serialized_len(value: &serde_json::Value) -> usize {
 pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
     let ms = ttl.as_nanos().div_ceil(1_000_000);
     u64::try_from(ms).unwrap_or(u64::MAX)
+}
+
+/// When something touched at `now_ms` expires after `ttl`.
+pub(crate) fn expiry_ms(now_ms: u64, ttl: Duration) -> u64 {
+    now_ms.saturating_add(ttl_ms(ttl))
 }
 
 /// `time` in milliseconds since the Unix epoch (0 for times before it).
