@@ -5,17 +5,17 @@ use std::sync::Arc;
 use rmcp::{
     ServerHandler,
     transport::{
-        StreamableHttpServerConfig, StreamableHttpService,
-        streamable_http_server::session::local::LocalSessionManager,
+        StreamableHttpService, streamable_http_server::session::local::LocalSessionManager,
     },
 };
 
 use crate::{
-    Config, Error, McpService,
     auth::Authenticator,
-    config::Mode,
+    config::Config,
+    env::Mode,
+    error::Error,
     handler::{Hosted, HostedSettings},
-    http::FrontSettings,
+    http::{Front, McpService, OriginSecretCheck},
 };
 
 /// The application: configuration first, then the server, then [`Server::run`].
@@ -61,52 +61,28 @@ impl App {
             .auth
             .clone()
             .map(|settings| Arc::new(Authenticator::new(Arc::new(settings))));
-        let settings = Arc::new(HostedSettings::new(&config, &info));
-
-        let mut rmcp_config = StreamableHttpServerConfig::default()
-            .with_legacy_session_mode(config.legacy_sessions)
-            .with_json_response(true)
-            .with_max_request_body_bytes(config.max_body_bytes)
-            .with_sse_keep_alive(Some(config.sse_keep_alive));
-        if !config.legacy_sessions {
-            // No resumable streams without sessions: no SSE priming events.
-            rmcp_config = rmcp_config.with_sse_retry(None);
-        }
-        rmcp_config = if config.allowed_hosts.is_empty() {
-            rmcp_config.disable_allowed_hosts()
-        } else {
-            rmcp_config.with_allowed_hosts(config.allowed_hosts.clone())
-        };
-        let origins = if config.allowed_origins.is_empty() && config.mode == Mode::Local {
-            vec![
-                "http://localhost:*".to_string(),
-                "http://127.0.0.1:*".to_string(),
-                "http://[::1]:*".to_string(),
-            ]
-        } else {
-            config.allowed_origins.clone()
-        };
-        rmcp_config = rmcp_config
-            .with_allowed_origins(origins.clone())
-            .enforce_origin_validation();
-
+        let hosted = Arc::new(HostedSettings::new(
+            &config.cache,
+            &config.lists,
+            config.request_state_keys.all(),
+            config.auth.as_ref(),
+            &info,
+        ));
         let rmcp = StreamableHttpService::new(
-            move || Ok(Hosted::new(factory(), settings.clone())),
+            move || Ok(Hosted::new(factory(), hosted.clone())),
             Arc::new(LocalSessionManager::default()),
-            rmcp_config,
+            config.http.rmcp_config(),
         );
-        let front = Arc::new(FrontSettings {
-            path: config.path.clone(),
-            max_body_bytes: config.max_body_bytes,
-            legacy_sessions: config.legacy_sessions,
-            supported_versions,
+        let front = Front {
+            settings: config.http.clone(),
             origin_secret: config
+                .http
                 .origin_secret
                 .as_ref()
-                .map(crate::http::OriginSecretCheck::new),
+                .map(OriginSecretCheck::new),
             auth: auth.clone(),
-            allowed_origins: origins,
-        });
+            supported_versions,
+        };
         Server {
             service: McpService::new(rmcp, front),
             config,
@@ -129,7 +105,7 @@ impl<H: ServerHandler> Server<H> {
     }
 
     /// Serves until stopped: on Lambda when `AWS_LAMBDA_RUNTIME_API` is set,
-    /// otherwise on [`Config::bind`].
+    /// otherwise on [`LocalSettings::bind`](crate::serve::LocalSettings::bind).
     pub async fn run(self) -> Result<(), Error> {
         match &self.auth {
             // Everything expensive happens before the first request (Lambda INIT).
@@ -148,47 +124,18 @@ impl<H: ServerHandler> Server<H> {
             );
         }
         match self.config.mode {
-            Mode::Lambda => {
-                crate::serve::lambda::serve(self.service, self.config.lambda_streaming).await
-            }
+            Mode::Lambda => crate::serve::lambda::serve(self.service, &self.config.lambda).await,
             Mode::Local => {
-                crate::serve::local::serve(
-                    self.service,
-                    self.config.bind,
-                    &self.config.path,
-                    self.config.read_timeout,
-                )
-                .await
+                crate::serve::local::serve(self.service, &self.config.local, &self.config.http.path)
+                    .await
             }
         }
     }
 }
 
 /// Installs the tracing subscriber: JSON lines on Lambda (CloudWatch adds the
-/// time), readable text locally. Tokens and tool arguments are never logged.
+/// time), readable text locally, filtered by `MCP_LOG` with rmcp capped at
+/// warn. Tokens and tool arguments are never logged.
 pub fn init_tracing(config: &Config) {
-    // rmcp logs three INFO lines per request (measured: +45 % CPU, and three
-    // CloudWatch lines per invocation) and traces whole messages, arguments
-    // included, at debug/trace. Cap it at warn unless MCP_LOG names rmcp.
-    // Only a cap: under a quieter MCP_LOG (error) rmcp stays as quiet.
-    let louder_than_warn = tracing_subscriber::EnvFilter::try_new(&config.log_filter)
-        .ok()
-        .and_then(|f| f.max_level_hint())
-        .is_none_or(|level| level > tracing_subscriber::filter::LevelFilter::WARN);
-    let directives = if config.log_filter.contains("rmcp") || !louder_than_warn {
-        config.log_filter.clone()
-    } else {
-        format!("{},rmcp=warn", config.log_filter)
-    };
-    let filter = tracing_subscriber::EnvFilter::try_new(&directives)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    let _ = match config.mode {
-        Mode::Lambda => builder
-            .json()
-            .without_time()
-            .with_current_span(false)
-            .try_init(),
-        Mode::Local => builder.with_writer(std::io::stderr).try_init(),
-    };
+    config.log.init();
 }

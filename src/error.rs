@@ -10,7 +10,7 @@ use thiserror::Error;
 pub enum Error {
     /// A configuration value is unusable.
     #[error("configuration: {0}")]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] crate::env::ConfigError),
     /// The local listen address could not be bound.
     #[error(
         "cannot listen on {addr}: {source}; set MCP_BIND to a free address, e.g. 127.0.0.1:3001"
@@ -24,7 +24,7 @@ pub enum Error {
     /// The Lambda runtime loop failed.
     #[error("the Lambda runtime stopped: {0}")]
     Lambda(String),
-    /// A handle store could not be set up.
-    #[error("handle store: {0}")]
-    Handles(String),
+    /// A handle store could not be opened.
+    #[error(transparent)]
+    Handles(#[from] crate::handles::OpenError),
 }

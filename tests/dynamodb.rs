@@ -457,8 +457,8 @@ async fn fifty_concurrent_add_item_calls_on_one_basket_make_exactly_fifty() {
 }
 
 /// Timeouts for the lost-answer tests: a withheld answer costs one read timeout per attempt.
-fn short_read_timeouts() -> mcp_lambda::config::AwsTimeouts {
-    mcp_lambda::config::AwsTimeouts {
+fn short_read_timeouts() -> mcp_lambda::aws::AwsTimeouts {
+    mcp_lambda::aws::AwsTimeouts {
         connect: Duration::from_millis(1000),
         read: Duration::from_millis(1000),
         operation: Duration::from_secs(20),

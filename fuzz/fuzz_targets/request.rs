@@ -67,7 +67,7 @@ fn harness() -> &'static Harness {
         ]);
         let config =
             Config::from_lookup(|name| vars.get(name).map(|v| v.to_string())).expect("config");
-        let basket = tools::Basket::new(mcp_lambda::handles::memory(), config.handle_ttl);
+        let basket = tools::Basket::new(mcp_lambda::handles::memory(), config.handles.ttl);
         let service =
             runtime.block_on(async { App::new(config).server(move || basket.clone()).service() });
         Harness { runtime, service }

@@ -6,9 +6,7 @@
 
 use std::sync::Arc;
 
-use http::{HeaderMap, HeaderValue, Response, StatusCode, Uri, header};
-use http_body_util::{BodyExt, Full};
-use serde_json::json;
+use http::{HeaderMap, HeaderValue, Uri, header};
 
 use super::{
     AuthSettings, Principal,
@@ -16,7 +14,6 @@ use super::{
     jwt::{self, TokenError},
     token_cache::VerifiedTokens,
 };
-use crate::http::errors::HttpResponse;
 
 /// Verifies bearer tokens locally and decides scopes.
 #[derive(Debug)]
@@ -25,6 +22,15 @@ pub struct Authenticator {
     jwks: Jwks,
     verified: VerifiedTokens,
     metadata_url: String,
+}
+
+/// A refused request: why, and the scopes the operation needs (for the challenge).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// Why.
+    pub challenge: Challenge,
+    /// The scopes the operation needs; empty when a valid token is enough.
+    pub required_scopes: Vec<String>,
 }
 
 /// Why a request was refused: 401 or 403 with `WWW-Authenticate`.
@@ -73,9 +79,12 @@ impl Authenticator {
         uri: &Uri,
         method: &str,
         name: Option<&str>,
-    ) -> Result<Option<Principal>, (Challenge, Vec<String>)> {
+    ) -> Result<Option<Principal>, Refusal> {
         let required = self.settings.required_scopes(method, name);
-        let refuse = |challenge| (challenge, required.clone());
+        let refuse = |challenge| Refusal {
+            challenge,
+            required_scopes: required.clone(),
+        };
         if uri
             .query()
             .is_some_and(|q| q.split('&').any(|pair| pair.starts_with("access_token=")))
@@ -138,66 +147,9 @@ impl Authenticator {
         jwt::verify(&parsed, &keys, &self.settings)
     }
 
-    /// The refusal as an HTTP response with its `WWW-Authenticate` challenge.
-    pub fn challenge_response(&self, challenge: &Challenge, required: &[String]) -> HttpResponse {
-        let scope = if required.is_empty() {
-            self.settings.scopes_supported.join(" ")
-        } else {
-            required.join(" ")
-        };
-        let (status, error, description) = match challenge {
-            Challenge::Missing => (
-                StatusCode::UNAUTHORIZED,
-                None,
-                "a bearer token is required".to_string(),
-            ),
-            Challenge::InvalidRequest(why) => (
-                StatusCode::UNAUTHORIZED,
-                Some("invalid_request"),
-                why.to_string(),
-            ),
-            Challenge::InvalidToken(why) => (
-                StatusCode::UNAUTHORIZED,
-                Some("invalid_token"),
-                why.to_string(),
-            ),
-            Challenge::InsufficientScope => (
-                StatusCode::FORBIDDEN,
-                Some("insufficient_scope"),
-                format!("this operation needs the scopes: {scope}"),
-            ),
-        };
-        let mut value = String::from("Bearer ");
-        if let Some(error) = error {
-            value.push_str(&format!("error=\"{error}\", "));
-        }
-        if !scope.is_empty() {
-            value.push_str(&format!("scope=\"{scope}\", "));
-        }
-        value.push_str(&format!("resource_metadata=\"{}\"", self.metadata_url));
-        if error.is_some() {
-            // Quotes and backslashes cannot appear: descriptions are our own text.
-            value.push_str(&format!(
-                ", error_description=\"{}\"",
-                description.replace(['"', '\\'], "'")
-            ));
-        }
-        let body = json!({
-            "error": error.unwrap_or("unauthorized"),
-            "error_description": description,
-            "resource_metadata": self.metadata_url,
-        });
-        Response::builder()
-            .status(status)
-            .header(header::CONTENT_TYPE, "application/json")
-            .header(header::CACHE_CONTROL, "no-store")
-            .header(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_str(&value)
-                    .unwrap_or_else(|_| HeaderValue::from_static("Bearer")),
-            )
-            .body(Full::new(bytes::Bytes::from(body.to_string())).boxed())
-            .expect("valid response parts")
+    /// The RFC 9728 metadata URL that challenges point clients to.
+    pub fn metadata_url(&self) -> &str {
+        &self.metadata_url
     }
 }
 

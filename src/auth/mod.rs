@@ -1,15 +1,19 @@
 //! OAuth 2.1 resource-server auth: every request's bearer token verified
-//! locally against the issuer's cached JWKS, RFC 9728 metadata, scope challenges.
+//! locally against the issuer's cached JWKS, RFC 9728 metadata, scope decisions.
+//!
+//! Auth decides; it writes no HTTP. [`Authenticator::authorize`] answers with a
+//! [`Principal`] or a [`Refusal`], and the HTTP front (`http/bearer.rs`) turns a
+//! refusal into the 401/403 with its `WWW-Authenticate` challenge.
 
 mod bearer;
 mod jwks;
 mod jwt;
-pub(crate) mod metadata;
+pub mod metadata;
 mod principal;
 mod settings;
 mod token_cache;
 
-pub use bearer::{Authenticator, Challenge};
+pub use bearer::{Authenticator, Challenge, Refusal};
 pub use jwt::TokenError;
 pub use principal::Principal;
 pub use settings::{AuthSettings, ScopeMap};

@@ -1,4 +1,4 @@
-//! Auth settings: parsed by [`Config`](crate::Config) from the `MCP_AUTH_*` variables.
+//! Auth settings: the `MCP_AUTH_*` variables.
 //!
 //! | variable | default | meaning |
 //! |---|---|---|
@@ -14,6 +14,8 @@
 //! | `MCP_AUTH_MAX_TOKEN_BYTES` | `8192` | longer bearer tokens are refused unread |
 
 use std::{collections::BTreeMap, time::Duration};
+
+use crate::env::{ConfigError, Env};
 
 /// Scopes needed per name, with `*` for every name not listed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -105,8 +107,13 @@ pub struct AuthSettings {
 }
 
 impl AuthSettings {
-    /// Reads the `MCP_AUTH_*` variables through `get`; `Ok(None)` when no issuer is set.
-    pub(crate) fn from_lookup(
+    /// Reads the `MCP_AUTH_*` variables; `Ok(None)` when no issuer is set (auth off).
+    pub(crate) fn from_env(env: &Env<'_>) -> Result<Option<Self>, ConfigError> {
+        Self::read(&|name| env.get(name))
+            .map_err(|(variable, value, reason)| ConfigError::new(variable, value, reason))
+    }
+
+    fn read(
         get: &impl Fn(&str) -> Option<String>,
     ) -> Result<Option<Self>, (&'static str, String, String)> {
         let Some(issuer) = get("MCP_AUTH_ISSUER") else {

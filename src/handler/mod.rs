@@ -3,17 +3,22 @@
 //! [`Hosted`] delegates every MCP method to the user's handler and adds what a
 //! hosted 2026-07-28 server owes on top of it, in one place, so that JSON and
 //! SSE answers get the same treatment:
-//! - `_meta["io.modelcontextprotocol/serverInfo"]` on every result (rmcp 3.11
-//!   only puts it on `server/discover`);
-//! - `ttlMs`/`cacheScope` from [`CacheHints`](crate::config::CacheHints) on
+//! - `_meta["io.modelcontextprotocol/serverInfo"]` on every result
+//!   (`rmcp_gaps::stamp_server_info`);
+//! - `ttlMs`/`cacheScope` from [`CacheHints`](crate::cache::CacheHints) on
 //!   `server/discover`, the lists and `resources/read` (rmcp 3.11 fills
-//!   `0`/`private`, or `public` from the macros, whatever the deployment wants);
-//! - pagination of the lists with signed, self-contained cursors.
+//!   `0`/`private`, or `public` from the macros, whatever the deployment wants),
+//!   handed to the HTTP front through the request's `CacheSlot`;
+//! - pagination of the four lists with signed, self-contained cursors, one
+//!   generic path for all four (`lists.rs`);
+//! - the tools a caller may not call left out of `tools/list` when scopes are
+//!   configured.
 
 // Delegating the deprecated 2025-era methods keeps legacy clients working.
 #![allow(deprecated)]
 
 mod cursor;
+mod lists;
 
 use std::{borrow::Cow, sync::Arc};
 
@@ -33,50 +38,54 @@ use rmcp::{
 };
 use serde_json::Value;
 
-pub(crate) use cursor::{CursorSigner, ListKind};
-
-use crate::http::CacheSlot;
+use cursor::CursorSigner;
+pub use lists::ListSettings;
+use lists::{ListContext, strip_cursor};
 
 use crate::{
-    Principal,
-    config::{CacheHint, CacheScope, Config},
+    auth::{AuthSettings, Principal},
+    cache::{CacheHint, CacheHints, CacheScope, CacheSlot},
+    rmcp_gaps,
 };
-
-const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 
 /// Settings shared by every clone of [`Hosted`], built once at start-up.
 #[derive(Debug)]
 pub(crate) struct HostedSettings {
-    pub(crate) cache: crate::config::CacheHints,
-    pub(crate) page_size: usize,
-    pub(crate) cursors: CursorSigner,
+    cache: CacheHints,
+    page_size: usize,
+    cursors: CursorSigner,
     /// `serverInfo`, serialized once.
-    pub(crate) server_info: Value,
+    server_info: Value,
     /// Scope maps, when auth is on: lists show only what the caller may call.
-    pub(crate) auth: Option<crate::auth::AuthSettings>,
+    auth: Option<AuthSettings>,
 }
 
 impl HostedSettings {
-    pub(crate) fn new(config: &Config, info: &ServerConfig) -> Self {
+    /// `cursor_keys`: the request-state keys, signing key first (cursor keys are derived).
+    pub(crate) fn new(
+        cache: &CacheHints,
+        lists: &ListSettings,
+        cursor_keys: &[Vec<u8>],
+        auth: Option<&AuthSettings>,
+        info: &ServerConfig,
+    ) -> Self {
         Self {
-            cache: config.cache.clone(),
-            page_size: config.page_size,
-            cursors: CursorSigner::new(config.request_state_keys.all()),
+            cache: cache.clone(),
+            page_size: lists.page_size,
+            cursors: CursorSigner::new(cursor_keys),
             server_info: serde_json::to_value(&info.server_info)
                 .expect("Implementation always serializes"),
-            auth: config.auth.clone(),
+            auth: auth.cloned(),
         }
     }
 
     fn stamp(&self, meta: &mut Option<MetaObject>) {
-        meta.get_or_insert_default()
-            .0
-            .insert(SERVER_INFO_KEY.to_owned(), self.server_info.clone());
+        rmcp_gaps::stamp_server_info(meta, &self.server_info);
     }
 
     /// Cache hints for `method`; none for 2025-era requests, whose results
     /// have no such fields.
-    fn hint(&self, method: &str, modern: bool) -> (Option<u64>, Option<RmcpCacheScope>) {
+    pub(crate) fn hint(&self, method: &str, modern: bool) -> (Option<u64>, Option<RmcpCacheScope>) {
         if !modern {
             return (None, None);
         }
@@ -109,31 +118,6 @@ impl HostedSettings {
         tools.retain(|tool| granted(&auth.required_scopes("tools/call", Some(&tool.name))));
         true
     }
-
-    /// Cuts one page out of a full list and returns the cursor of the next
-    /// page. Lists the handler pages itself (it returned its own
-    /// `nextCursor`) never get here.
-    fn paginate<T>(
-        &self,
-        kind: ListKind,
-        request: Option<&PaginatedRequestParams>,
-        items: &mut Vec<T>,
-    ) -> Result<Option<String>, ErrorData> {
-        let offset = match request.and_then(|r| r.cursor.as_deref()) {
-            None => 0,
-            Some(cursor) => self
-                .cursors
-                .decode(kind, cursor)
-                .map(|offset| offset as usize)
-                .filter(|offset| *offset <= items.len())
-                .ok_or_else(|| ErrorData::invalid_params("Invalid cursor", None))?,
-        };
-        let end = offset.saturating_add(self.page_size).min(items.len());
-        let more = end < items.len();
-        items.truncate(end);
-        items.drain(..offset);
-        Ok(more.then(|| self.cursors.encode(kind, end as u32)))
-    }
 }
 
 /// The user's handler, wrapped with serverInfo, cache hints and pagination.
@@ -156,26 +140,10 @@ impl<H> Hosted<H> {
 
 /// Hands the hint just put in the body to the HTTP front, which mirrors it
 /// into `Cache-Control` without reading the body again.
-fn record(slot: Option<CacheSlot>, ttl_ms: Option<u64>, scope: Option<RmcpCacheScope>) {
+pub(crate) fn record(slot: Option<CacheSlot>, ttl_ms: Option<u64>, scope: Option<RmcpCacheScope>) {
     if let (Some(slot), Some(ttl_ms), Some(scope)) = (slot, ttl_ms, scope) {
         slot.set(ttl_ms, scope == RmcpCacheScope::Public);
     }
-}
-
-/// Whether the request speaks 2026-07-28 or later (its `_meta` says so).
-fn is_modern(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .meta
-        .protocol_version()
-        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
-}
-
-fn strip_cursor(request: &Option<PaginatedRequestParams>) -> Option<PaginatedRequestParams> {
-    request.as_ref().map(|r| {
-        let mut r = r.clone();
-        r.cursor = None;
-        r
-    })
 }
 
 impl<H: ServerHandler> ServerHandler for Hosted<H> {
@@ -257,21 +225,12 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let modern = is_modern(&context);
-        let slot = CacheSlot::of(&context);
-        let mut result = self
+        let list = ListContext::of(&context);
+        let result = self
             .inner
             .list_prompts(strip_cursor(&request), context)
             .await?;
-        if result.next_cursor.is_none() {
-            result.next_cursor =
-                self.settings
-                    .paginate(ListKind::Prompts, request.as_ref(), &mut result.prompts)?;
-        }
-        (result.ttl_ms, result.cache_scope) = self.settings.hint("prompts/list", modern);
-        record(slot, result.ttl_ms, result.cache_scope);
-        self.settings.stamp(&mut result.meta);
-        Ok(result)
+        self.settings.page(result, request.as_ref(), list, false)
     }
 
     async fn list_resources(
@@ -279,23 +238,12 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let modern = is_modern(&context);
-        let slot = CacheSlot::of(&context);
-        let mut result = self
+        let list = ListContext::of(&context);
+        let result = self
             .inner
             .list_resources(strip_cursor(&request), context)
             .await?;
-        if result.next_cursor.is_none() {
-            result.next_cursor = self.settings.paginate(
-                ListKind::Resources,
-                request.as_ref(),
-                &mut result.resources,
-            )?;
-        }
-        (result.ttl_ms, result.cache_scope) = self.settings.hint("resources/list", modern);
-        record(slot, result.ttl_ms, result.cache_scope);
-        self.settings.stamp(&mut result.meta);
-        Ok(result)
+        self.settings.page(result, request.as_ref(), list, false)
     }
 
     async fn list_resource_templates(
@@ -303,24 +251,12 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let modern = is_modern(&context);
-        let slot = CacheSlot::of(&context);
-        let mut result = self
+        let list = ListContext::of(&context);
+        let result = self
             .inner
             .list_resource_templates(strip_cursor(&request), context)
             .await?;
-        if result.next_cursor.is_none() {
-            result.next_cursor = self.settings.paginate(
-                ListKind::ResourceTemplates,
-                request.as_ref(),
-                &mut result.resource_templates,
-            )?;
-        }
-        (result.ttl_ms, result.cache_scope) =
-            self.settings.hint("resources/templates/list", modern);
-        record(slot, result.ttl_ms, result.cache_scope);
-        self.settings.stamp(&mut result.meta);
-        Ok(result)
+        self.settings.page(result, request.as_ref(), list, false)
     }
 
     async fn read_resource(
@@ -328,7 +264,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let modern = is_modern(&context);
+        let modern = lists::is_modern(&context);
         let slot = CacheSlot::of(&context);
         let mut response = self.inner.read_resource(request, context).await?;
         match &mut response {
@@ -389,29 +325,16 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let modern = is_modern(&context);
-        let slot = CacheSlot::of(&context);
-        let principal = Principal::from_request(&context);
+        let list = ListContext::of(&context);
         let mut result = self
             .inner
             .list_tools(strip_cursor(&request), context)
             .await?;
         let filtered = self
             .settings
-            .filter_tools(principal.as_ref(), &mut result.tools);
-        if result.next_cursor.is_none() {
-            result.next_cursor =
-                self.settings
-                    .paginate(ListKind::Tools, request.as_ref(), &mut result.tools)?;
-        }
-        (result.ttl_ms, result.cache_scope) = self.settings.hint("tools/list", modern);
-        if filtered && modern {
-            // The list depends on who asks: shared caches must not reuse it.
-            result.cache_scope = Some(RmcpCacheScope::Private);
-        }
-        record(slot, result.ttl_ms, result.cache_scope);
-        self.settings.stamp(&mut result.meta);
-        Ok(result)
+            .filter_tools(list.principal.as_ref(), &mut result.tools);
+        // The list depends on who asks: shared caches must not reuse it.
+        self.settings.page(result, request.as_ref(), list, filtered)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -35,7 +35,7 @@
 //! # Retries and lost answers
 //!
 //! Throttling and transient errors, timeouts included, are retried by the SDK with backoff;
-//! connect, read and operation timeouts come from [`AwsTimeouts`](crate::config::AwsTimeouts), so
+//! connect, read and operation timeouts come from [`AwsTimeouts`](crate::aws::AwsTimeouts), so
 //! an unreachable table fails in bounded time. Every write is a single conditional request: it
 //! lands whole or not at all. When an attempt lands but its answer is lost (read timeout,
 //! connection dropped) the SDK sends it again, and the condition then fails on the attempt's own
@@ -73,7 +73,8 @@ use aws_sdk_dynamodb::types::{
 };
 use futures::future::{BoxFuture, FutureExt};
 
-use super::{Handle, HandleError, HandleId, HandleStore, epoch_ms, expiry_ms, validate};
+use super::{Handle, HandleError, HandleId, HandleStore, OpenError, epoch_ms, expiry_ms, validate};
+use crate::aws::AwsTimeouts;
 
 /// The table definition, as CloudFormation `AWS::DynamoDB::Table` properties: the one copy in
 /// `infra/handles-table.json`, used by [`DynamoDbHandleStore::create_table`] (tests, local
@@ -100,7 +101,7 @@ type Item = HashMap<String, AttributeValue>;
 /// ```no_run
 /// # async fn demo() -> Result<(), mcp_lambda::Error> {
 /// use mcp_lambda::handles::DynamoDbHandleStore;
-/// let timeouts = mcp_lambda::config::AwsTimeouts::default();
+/// let timeouts = mcp_lambda::aws::AwsTimeouts::default();
 /// let sdk = mcp_lambda::aws::loader(&timeouts).load().await;
 /// let store = DynamoDbHandleStore::new(aws_sdk_dynamodb::Client::new(&sdk), "mcp-handles");
 /// store.check_table().await?; // opens the connection, checks the table and the key
@@ -119,6 +120,38 @@ impl fmt::Debug for DynamoDbHandleStore {
             .field("table", &self.table)
             .finish_non_exhaustive()
     }
+}
+
+/// [`HandleSettings::open`](super::HandleSettings::open) for a table: the client with this
+/// crate's timeouts, then one warm-up read.
+pub(super) async fn open(
+    table: &str,
+    timeouts: &AwsTimeouts,
+) -> Result<Arc<dyn HandleStore>, OpenError> {
+    let sdk = crate::aws::loader(timeouts).load().await;
+    if sdk.region().is_none() {
+        return Err(OpenError::Table {
+            table: table.to_owned(),
+            reason: "no AWS region; set AWS_REGION (Lambda sets it)".into(),
+        });
+    }
+    let store = DynamoDbHandleStore::new(Client::new(&sdk), table);
+    let started = std::time::Instant::now();
+    match store.warm_up().await {
+        Ok(()) => tracing::info!(
+            table = %table,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "handles in DynamoDB; connection warmed"
+        ),
+        // The endpoint is away: serve anyway; operations fail cleanly until it answers.
+        Err((true, reason)) => tracing::warn!(
+            table = %table,
+            %reason,
+            "DynamoDB is unreachable at start-up; handle operations fail until it answers"
+        ),
+        Err((false, e)) => return Err(e),
+    }
+    Ok(Arc::new(store))
 }
 
 impl DynamoDbHandleStore {
@@ -145,18 +178,20 @@ impl DynamoDbHandleStore {
     ///
     /// # Errors
     ///
-    /// [`Error::Handles`](crate::Error::Handles) when the table is missing, has another key
-    /// schema, or DynamoDB refuses the call (no region, no credentials, no permission), and
-    /// when it cannot be reached within the operation timeout.
-    pub async fn check_table(&self) -> Result<(), crate::Error> {
+    /// [`OpenError::Table`] when the table is missing, has another key schema, or DynamoDB
+    /// refuses the call (no region, no credentials, no permission), and when it cannot be
+    /// reached within the operation timeout.
+    pub async fn check_table(&self) -> Result<(), OpenError> {
         self.warm_up().await.map_err(|(_, e)| e)
     }
 
     /// [`check_table`](Self::check_table), telling whether a failure is the endpoint being away
     /// (`true`: timeout, connection refused) rather than a configuration mistake.
-    pub(crate) async fn warm_up(&self) -> Result<(), (bool, crate::Error)> {
-        let fail =
-            |reason: String| crate::Error::Handles(format!("table {}: {reason}", self.table));
+    pub(crate) async fn warm_up(&self) -> Result<(), (bool, OpenError)> {
+        let fail = |reason: String| OpenError::Table {
+            table: self.table.to_string(),
+            reason,
+        };
         let result = self
             .client
             .get_item()

@@ -4,7 +4,7 @@
 //! outlive one call lives in a [`HandleStore`] and is referenced by an explicit id the client
 //! sends back each time (a basket id, a job id). Two backends: [`DynamoDbHandleStore`], one
 //! conditional request per operation on a table shared by every instance, and
-//! [`MemoryHandleStore`] for local use and tests. [`from_config`] picks one (`MCP_HANDLES_TABLE`).
+//! [`MemoryHandleStore`] for local use and tests. [`HandleSettings::open`] picks one (`MCP_HANDLES_TABLE`).
 //!
 //! The rules every backend keeps:
 //!
@@ -65,18 +65,22 @@
 //! # }
 //! ```
 
+#[cfg(feature = "dynamodb")]
 mod dynamodb;
 mod id;
 mod memory;
+mod settings;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::future::BoxFuture;
 
+#[cfg(feature = "dynamodb")]
 pub use dynamodb::{DynamoDbHandleStore, TABLE_DEFINITION, TOMBSTONE_TTL};
 pub use id::{HandleId, ParseHandleIdError};
 pub use memory::MemoryHandleStore;
+pub use settings::{HandleSettings, OpenError};
 
 /// The largest accepted `data`, in bytes of compact JSON.
 ///
@@ -289,65 +293,6 @@ pub trait HandleStore: Send + Sync + 'static {
 /// ```
 pub fn memory() -> Arc<dyn HandleStore> {
     Arc::new(MemoryHandleStore::new())
-}
-
-/// The store the configuration asks for: [`DynamoDbHandleStore`] on `MCP_HANDLES_TABLE` when it
-/// is set, else the in-memory store (the embedded default).
-///
-/// Call it once at start-up (Lambda INIT): it builds the DynamoDB client with the configured
-/// timeouts (endpoint, region and credentials from the standard AWS environment, e.g.
-/// `AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000` for a local stand-in) and reads one
-/// (absent) item, which checks the table, its key and the permission, and opens the connection
-/// before the first request.
-///
-/// # Errors
-///
-/// [`Error::Handles`](crate::Error::Handles) when the table is missing or has another key
-/// schema, or DynamoDB refuses the call (no region, credentials or permission). An endpoint that
-/// cannot be reached at start-up is only logged: the store serves once it comes back, and each
-/// operation fails with [`HandleError::Unavailable`] until then. The in-memory store never fails.
-///
-/// ```no_run
-/// # async fn run() -> Result<(), mcp_lambda::Error> {
-/// let config = mcp_lambda::Config::from_env()?;
-/// let handles = mcp_lambda::handles::from_config(&config).await?;
-/// # drop(handles);
-/// # Ok(())
-/// # }
-/// ```
-pub async fn from_config(config: &crate::Config) -> Result<Arc<dyn HandleStore>, crate::Error> {
-    let Some(table) = &config.handles_table else {
-        if config.mode == crate::config::Mode::Lambda {
-            tracing::warn!(
-                "MCP_HANDLES_TABLE is not set: handles live in this instance's memory, so other \
-                 instances (and this one after a restart) will not find them"
-            );
-        }
-        return Ok(memory());
-    };
-    let sdk = crate::aws::loader(&config.aws_timeouts).load().await;
-    if sdk.region().is_none() {
-        return Err(crate::Error::Handles(format!(
-            "table {table}: no AWS region; set AWS_REGION (Lambda sets it)"
-        )));
-    }
-    let store = DynamoDbHandleStore::new(aws_sdk_dynamodb::Client::new(&sdk), table.clone());
-    let started = std::time::Instant::now();
-    match store.warm_up().await {
-        Ok(()) => tracing::info!(
-            table = %table,
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "handles in DynamoDB; connection warmed"
-        ),
-        // The endpoint is away: serve anyway; operations fail cleanly until it answers.
-        Err((true, reason)) => tracing::warn!(
-            table = %table,
-            %reason,
-            "DynamoDB is unreachable at start-up; handle operations fail until it answers"
-        ),
-        Err((false, e)) => return Err(e),
-    }
-    Ok(Arc::new(store))
 }
 
 /// Checks the arguments every backend must refuse the same way.

@@ -1,43 +1,16 @@
 //! `ttlMs`/`cacheScope` mirrored into `Cache-Control`.
 //!
 //! The [`Hosted`](crate::Hosted) wrapper puts the hints into the result body
-//! and, through a [`CacheSlot`] in the request's extensions, hands the same
+//! and, through a `CacheSlot` (`cache.rs`) in the request's extensions, hands the same
 //! values to this layer, so HTTP caches get the body's answer without the
 //! body being read again: `public|private, max-age=<seconds>` for a complete
 //! cacheable result, `Vary: Authorization` when private, and `no-store` for
 //! everything else (tool calls, errors, `input_required` rounds, SSE streams).
 
-use std::sync::{Arc, OnceLock};
-
 use http::{HeaderValue, StatusCode, header};
 
 use super::errors::HttpResponse;
-
-/// Where the handler wrapper leaves the hint of a cacheable result.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct CacheSlot(Arc<OnceLock<(u64, bool)>>);
-
-impl CacheSlot {
-    /// The slot of the request being handled, if the front put one there.
-    pub(crate) fn of(context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> Option<Self> {
-        context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<CacheSlot>())
-            .cloned()
-    }
-
-    pub(crate) fn set(&self, ttl_ms: u64, public: bool) {
-        let _ = self.0.set((ttl_ms, public));
-    }
-}
-
-/// The `Cache-Control` value for a hint.
-pub(crate) fn cache_control(ttl_ms: u64, public: bool) -> HeaderValue {
-    let scope = if public { "public" } else { "private" };
-    HeaderValue::from_str(&format!("{scope}, max-age={}", ttl_ms / 1000))
-        .expect("ASCII digits and letters")
-}
+use crate::cache::{CacheSlot, cache_control};
 
 /// Sets `Cache-Control` (and `Vary`) on rmcp's response.
 pub(crate) fn apply(mut response: HttpResponse, slot: &CacheSlot) -> HttpResponse {
@@ -46,7 +19,7 @@ pub(crate) fn apply(mut response: HttpResponse, slot: &CacheSlot) -> HttpRespons
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
     let hint = (response.status() == StatusCode::OK && json)
-        .then(|| slot.0.get().copied())
+        .then(|| slot.get())
         .flatten();
     let headers = response.headers_mut();
     match hint {

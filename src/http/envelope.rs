@@ -1,7 +1,7 @@
 //! The JSON-RPC and MCP envelope checks that run before rmcp.
 //!
 //! rmcp 3.11 validates the 2026-07-28 envelope too, but in another order and,
-//! for some faults, with plain-text bodies (see design.md). These checks run
+//! for some faults, with plain-text bodies (`rmcp_gaps.rs`). These checks run
 //! first and answer in the reference order of MCP 2026-07-28 §3:
 //! 1. no `MCP-Protocol-Version` → -32020;
 //! 2. `_meta` `protocolVersion`/`clientCapabilities` missing → -32602;
@@ -27,6 +27,7 @@ use http::HeaderMap;
 use serde_json::Value;
 
 use super::errors::Rejection;
+use crate::rmcp_gaps;
 
 const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -123,7 +124,7 @@ pub(crate) fn check(
         None if (object.contains_key("result") || object.contains_key("error"))
             && session_replies =>
         {
-            decodes_like_rmcp(body, Era::Legacy, false).map_err(&refuse)?;
+            rmcp_gaps::decodes_like_rmcp(body, false, false).map_err(|gap| refuse(gap.into()))?;
             return Ok(Checked {
                 method: String::new(),
                 name: None,
@@ -166,7 +167,8 @@ pub(crate) fn check(
     let has_params = params.is_some();
     if legacy || id.is_none() {
         let era = if legacy { Era::Legacy } else { Era::Modern };
-        decodes_like_rmcp(body, era, has_params).map_err(&refuse)?;
+        rmcp_gaps::decodes_like_rmcp(body, era == Era::Modern, has_params)
+            .map_err(|gap| refuse(gap.into()))?;
         return Ok(Checked {
             method,
             name,
@@ -251,14 +253,9 @@ pub(crate) fn check(
     if REMOVED_METHODS.contains(&method.as_str()) {
         return Err(refuse(Rejection::MethodNotFound(method)));
     }
-    // rmcp 3.11 silently drops a list's `params` that do not fit (first page
-    // instead of an error); the rest of its decoding gaps show up as refusals
-    // and are explained by `explain_rmcp_refusal` on the error path only.
-    if LIST_METHODS.contains(&method.as_str())
-        && params
-            .and_then(|p| p.get("cursor"))
-            .is_some_and(|cursor| !cursor.is_string())
-    {
+    // The rest of rmcp's decoding gaps show up as refusals and are explained
+    // by `Checked::explain_refusal` on the error path only.
+    if rmcp_gaps::list_cursor_is_not_a_string(&method, params) {
         return Err(refuse(Rejection::InvalidParams(
             "cursor must be a string".into(),
         )));
@@ -272,89 +269,23 @@ pub(crate) fn check(
     })
 }
 
-const LIST_METHODS: &[&str] = &[
-    "tools/list",
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-];
-
-/// Whether rmcp's answer to a 2026-07-28 request may hide a decoding gap:
-/// a plain-text 415 (an unreadable message) or a -32601 for a method it knows
-/// (params that did not fit its type).
-pub(crate) fn may_hide_decoding_gap(checked: &Checked, status: http::StatusCode) -> bool {
-    status == http::StatusCode::UNSUPPORTED_MEDIA_TYPE
-        || (status == http::StatusCode::NOT_FOUND
-            && checked.era == Era::Modern
-            && TYPED_METHODS.contains(&checked.method.as_str()))
-}
-
-/// The spec's answer when rmcp refused `body` for a decoding gap, or `None`
-/// when rmcp's own refusal stands (e.g. -32601 for a capability not offered).
-pub(crate) fn explain_rmcp_refusal(body: &[u8], checked: &Checked) -> Option<Rejection> {
-    decodes_like_rmcp(body, checked.era, checked.has_params).err()
-}
-
-/// Methods rmcp decodes into a typed request. When `params` do not fit the
-/// type, rmcp 3.11 falls back to a custom request and answers -32601, as if
-/// the method did not exist.
-const TYPED_METHODS: &[&str] = &[
-    "server/discover",
-    "subscriptions/listen",
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "resources/directory/read",
-    "completion/complete",
-    "tasks/get",
-    "tasks/update",
-    "tasks/cancel",
-    "skills/list",
-    "skills/get",
-    "initialize",
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-];
-
-/// 2026-07-28 methods: in a 2025-era request they are unknown (-32601), not malformed.
-const MODERN_ONLY_METHODS: &[&str] = &["server/discover", "subscriptions/listen"];
-
-/// Decodes the body as rmcp will. An unreadable message is -32600 (rmcp: a
-/// plain-text 415); `params` that fail the method's type are -32602 (rmcp:
-/// -32601 for most methods, and a silently dropped `cursor` for the lists).
-fn decodes_like_rmcp(body: &[u8], era: Era, has_params: bool) -> Result<(), Rejection> {
-    use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
-    let message = serde_json::from_slice::<ClientJsonRpcMessage>(body).map_err(|_| {
-        Rejection::InvalidRequest("the body is not a JSON-RPC message this server can read")
-    })?;
-    let JsonRpcMessage::Request(request) = message else {
-        return Ok(());
-    };
-    let malformed = match &request.request {
-        ClientRequest::CustomRequest(custom) => {
-            let method = custom.method.as_str();
-            TYPED_METHODS.contains(&method)
-                && (era == Era::Modern || !MODERN_ONLY_METHODS.contains(&method))
+impl Checked {
+    /// The spec's answer when rmcp refused this request (`status`) for one of
+    /// its decoding gaps (`rmcp_gaps.rs`), or `None` when rmcp's own refusal
+    /// stands (e.g. -32601 for a capability not offered).
+    pub(crate) fn explain_refusal(
+        &self,
+        body: &[u8],
+        status: http::StatusCode,
+    ) -> Option<Rejection> {
+        let modern = self.era == Era::Modern;
+        if !modern || !rmcp_gaps::may_hide_decoding_gap(&self.method, modern, status) {
+            return None;
         }
-        ClientRequest::ListToolsRequest(list) => has_params && list.params.is_none(),
-        ClientRequest::ListPromptsRequest(list) => has_params && list.params.is_none(),
-        ClientRequest::ListResourcesRequest(list) => has_params && list.params.is_none(),
-        ClientRequest::ListResourceTemplatesRequest(list) => has_params && list.params.is_none(),
-        _ => false,
-    };
-    if malformed {
-        return Err(Rejection::InvalidParams(format!(
-            "params do not match the schema of {}",
-            request.request.method()
-        )));
+        rmcp_gaps::decodes_like_rmcp(body, modern, self.has_params)
+            .err()
+            .map(Rejection::from)
     }
-    Ok(())
 }
 
 /// The logging levels of `io.modelcontextprotocol/logLevel`.
@@ -496,29 +427,6 @@ fn decode_sentinel(value: &str) -> Option<String> {
     }
 }
 
-/// Trims optional whitespace (RFC 9110 §5.5) from the MCP headers, so rmcp's
-/// own comparisons see the same values these checks saw.
-pub(crate) fn trim_mcp_headers(headers: &mut HeaderMap) {
-    let names: Vec<_> = headers
-        .keys()
-        .filter(|name| name.as_str().starts_with("mcp-"))
-        .cloned()
-        .collect();
-    for name in names {
-        if let http::header::Entry::Occupied(mut entry) = headers.entry(name) {
-            for value in entry.iter_mut() {
-                let bytes = value.as_bytes();
-                let trimmed = bytes.trim_ascii();
-                if trimmed.len() != bytes.len()
-                    && let Ok(new) = http::HeaderValue::from_bytes(trimmed)
-                {
-                    *value = new;
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -588,8 +496,8 @@ mod tests {
             let (rejection, id) = match check(&h, body.as_bytes(), &supported, false) {
                 Err(refusal) => refusal,
                 Ok(checked) => {
-                    assert!(may_hide_decoding_gap(&checked, http::StatusCode::NOT_FOUND));
-                    let rejection = explain_rmcp_refusal(body.as_bytes(), &checked)
+                    let rejection = checked
+                        .explain_refusal(body.as_bytes(), http::StatusCode::NOT_FOUND)
                         .unwrap_or_else(|| panic!("{body} was not explained"));
                     (rejection, checked.id)
                 }

@@ -59,6 +59,19 @@ pub enum Rejection {
     MethodNotFound(String),
 }
 
+impl From<crate::rmcp_gaps::Gap> for Rejection {
+    fn from(gap: crate::rmcp_gaps::Gap) -> Self {
+        match gap {
+            crate::rmcp_gaps::Gap::Unreadable => {
+                Self::InvalidRequest("the body is not a JSON-RPC message this server can read")
+            }
+            crate::rmcp_gaps::Gap::ParamsDoNotFit { method } => {
+                Self::InvalidParams(format!("params do not match the schema of {method}"))
+            }
+        }
+    }
+}
+
 impl Rejection {
     /// The HTTP status of the refusal.
     pub fn status(&self) -> StatusCode {

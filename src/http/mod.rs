@@ -1,15 +1,40 @@
-//! The HTTP front: routes, limits, envelope checks, refusals and cache headers.
+//! The HTTP front: every check a request goes through before and after rmcp.
+//!
+//! The order lives in one place, [`pipeline.rs`](McpService); each step is a
+//! file here with its own settings:
+//!
+//! | step | file | refuses with |
+//! |---|---|---|
+//! | 1. origin secret | `origin_secret.rs` | 403 |
+//! | 2. one `Host` (the allow-list and `Origin` are rmcp's) | `host.rs` | 400 |
+//! | 3. route | `pipeline.rs` | 404, 405 |
+//! | 4. media types | `media_types.rs` | 415, 406 |
+//! | 5. body limit and deadline | `body_limit.rs`, `deadline.rs` | 413, 408 |
+//! | 6. envelope | `envelope.rs` | 400/-32700, -32600, -32020, -32602, -32022; 404/-32601 |
+//! | 7. auth | `bearer.rs` (decisions in [`auth`](crate::auth)) | 401, 403 |
+//! | 8. rmcp and the handler | `pipeline.rs`, [`handler`](crate::handler) | rmcp's answers |
+//! | 9. cache headers | `cache_headers.rs` | — |
+//! | 10. CORS | `cors.rs` | — |
+//!
+//! Every refusal is one [`Rejection`](errors::Rejection) (`errors.rs`) or an
+//! auth challenge; `settings.rs` reads the front's variables.
 
+mod bearer;
+mod body_limit;
 mod cache_headers;
 mod cors;
 mod deadline;
 mod envelope;
 pub mod errors;
+mod host;
+mod media_types;
 mod origin_secret;
-mod routes;
+mod pipeline;
+mod settings;
 
-pub(crate) use cache_headers::CacheSlot;
 pub(crate) use deadline::Deadline;
+pub use origin_secret::OriginSecret;
 pub(crate) use origin_secret::OriginSecretCheck;
-pub(crate) use routes::FrontSettings;
-pub use routes::McpService;
+pub(crate) use pipeline::Front;
+pub use pipeline::McpService;
+pub use settings::HttpSettings;

@@ -30,7 +30,32 @@ use lambda_http::{
     Body as LambdaBody, Request, RequestExt as _, Response, request::RequestContext,
 };
 
-use crate::{Error, McpService};
+use crate::{
+    env::{ConfigError, Env},
+    error::Error,
+    http::McpService,
+};
+
+/// How the function answers: buffered, or with Lambda response streaming.
+///
+/// | variable | default | meaning |
+/// |---|---|---|
+/// | `MCP_LAMBDA_STREAMING` | `false` | Lambda response streaming for SSE answers; needs `InvokeMode: RESPONSE_STREAM` or API Gateway streaming |
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LambdaSettings {
+    /// Lambda response streaming for SSE answers (`MCP_LAMBDA_STREAMING`).
+    pub streaming: bool,
+}
+
+impl LambdaSettings {
+    /// Reads `MCP_LAMBDA_STREAMING`.
+    pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            streaming: env.flag("MCP_LAMBDA_STREAMING")?,
+        })
+    }
+}
 
 /// Adapts the service to buffered Lambda responses (the whole body at once):
 /// what `lambda_http::run` expects. Public so tests can send decoded events
@@ -171,8 +196,9 @@ fn path_as_sent(mut request: Request) -> Request {
 /// Runs the Lambda runtime loop with `service` built during INIT.
 pub(crate) async fn serve<H: rmcp::ServerHandler>(
     service: McpService<H>,
-    streaming: bool,
+    settings: &LambdaSettings,
 ) -> Result<(), Error> {
+    let streaming = settings.streaming;
     tracing::info!(streaming, "serving MCP on AWS Lambda");
     let result = if streaming {
         lambda_http::run_with_streaming_response(Streaming(service)).await

@@ -8,7 +8,55 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tower::Service as _;
 
-use crate::{Error, McpService, http::Deadline};
+use crate::{
+    env::{ConfigError, Env},
+    error::Error,
+    http::{Deadline, McpService},
+};
+
+/// The local server's settings.
+///
+/// | variable | default | meaning |
+/// |---|---|---|
+/// | `MCP_BIND` | `127.0.0.1:3000` | local listen address (not used on Lambda) |
+/// | `MCP_READ_TIMEOUT_SECS` | `30` | seconds a client has to send a request's head, and then its body (slower bodies get 408; idle keep-alive connections close after it too) |
+///
+/// ```
+/// let config = mcp_lambda::Config::local_default();
+/// assert_eq!(config.local.bind.to_string(), "127.0.0.1:3000");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LocalSettings {
+    /// Local listen address (`MCP_BIND`).
+    pub bind: SocketAddr,
+    /// The time a client has to send a request's head, and then its body
+    /// (`MCP_READ_TIMEOUT_SECS`); slowloris guard.
+    pub read_timeout: Duration,
+}
+
+impl LocalSettings {
+    /// Reads `MCP_BIND` and `MCP_READ_TIMEOUT_SECS`.
+    pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
+        let bind = match env.get("MCP_BIND") {
+            Some(v) => v.trim().parse().map_err(|_| {
+                ConfigError::new(
+                    "MCP_BIND",
+                    v,
+                    "expected an IP address and port, e.g. 127.0.0.1:3000",
+                )
+            })?,
+            None => SocketAddr::from(([127, 0, 0, 1], 3000)),
+        };
+        let read_timeout = env.secs(
+            "MCP_READ_TIMEOUT_SECS",
+            30,
+            1..=3600,
+            "whole seconds between 1 and 3600, e.g. 30",
+        )?;
+        Ok(Self { bind, read_timeout })
+    }
+}
 
 /// The largest request head (request line and headers) accepted; more gets 431.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -20,13 +68,13 @@ const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// separately, for its body (408): slow clients cannot hold connections open.
 pub(crate) async fn serve<H>(
     service: McpService<H>,
-    bind: SocketAddr,
+    settings: &LocalSettings,
     path: &str,
-    read_timeout: Duration,
 ) -> Result<(), Error>
 where
     H: rmcp::ServerHandler,
 {
+    let (bind, read_timeout) = (settings.bind, settings.read_timeout);
     let listener = TcpListener::bind(bind)
         .await
         .map_err(|source| Error::Bind { addr: bind, source })?;

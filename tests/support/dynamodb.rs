@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use aws_config::Region;
 use aws_credential_types::Credentials;
-use mcp_lambda::config::AwsTimeouts;
+use mcp_lambda::aws::AwsTimeouts;
 use mcp_lambda::handles::DynamoDbHandleStore;
 
 /// The variable that names the DynamoDB-compatible endpoint the tests use.

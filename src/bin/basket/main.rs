@@ -31,8 +31,8 @@ async fn main() -> anyhow::Result<()> {
     // Secrets Manager: once, here, during Lambda INIT.
     let config = mcp_lambda::Config::load().await?;
     mcp_lambda::init_tracing(&config);
-    let handles = mcp_lambda::handles::from_config(&config).await?;
-    let basket = Basket::new(handles, config.handle_ttl);
+    let handles = config.handles.open().await?;
+    let basket = Basket::new(handles, config.handles.ttl);
     mcp_lambda::App::new(config)
         .server(move || basket.clone())
         .run()

@@ -1,0 +1,152 @@
+//! AWS plumbing shared by the DynamoDB handle store and the request-state key loader.
+//!
+//! One HTTP stack for the SDK (hyper 1 + rustls on `ring`: no `aws-lc-sys`, no second TLS
+//! library), the configured timeouts on every call, and the SDK's standard retries (throttling
+//! and transient errors, with backoff) inside the operation timeout.
+//!
+//! The endpoint, region and credentials come from the standard AWS environment, read by the
+//! SDK's loader: `AWS_REGION`, `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`/`AWS_SESSION_TOKEN`
+//! (Lambda sets these), `AWS_ENDPOINT_URL_DYNAMODB` (or `AWS_ENDPOINT_URL`) for a local
+//! stand-in, and so on.
+//!
+//! Request-state keys in SSM Parameter Store or Secrets Manager are fetched with one SigV4-signed
+//! JSON call each ([`signed`], feature `aws-secrets`), through `aws-sigv4` (already part of the
+//! SDK): the full `aws-sdk-ssm` and `aws-sdk-secretsmanager` crates would add about 1 minute to a
+//! cold debug build and 2 min 20 s to a cold release build, for two calls made once at start-up.
+//!
+//! | variable | default | meaning |
+//! |---|---|---|
+//! | `MCP_AWS_CONNECT_TIMEOUT_MS` | `1000` | connecting to an AWS endpoint (DynamoDB, SSM, Secrets Manager) |
+//! | `MCP_AWS_READ_TIMEOUT_MS` | `2000` | one attempt of an AWS call, from sending to the answer |
+//! | `MCP_AWS_OPERATION_TIMEOUT_MS` | `5000` | one AWS call including the SDK's retries: the longest a handle operation can take |
+
+#[cfg(feature = "aws-secrets")]
+pub(crate) mod signed;
+
+use std::time::Duration;
+
+use aws_config::{BehaviorVersion, retry::RetryConfig, timeout::TimeoutConfig};
+use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+
+use crate::env::{ConfigError, Env};
+
+/// Timeouts of every AWS call (DynamoDB handles, SSM, Secrets Manager), so an unreachable or
+/// hung endpoint fails the call within a bounded time instead of hanging the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AwsTimeouts {
+    /// Opening a connection, TCP and TLS (`MCP_AWS_CONNECT_TIMEOUT_MS`, default 1 s).
+    pub connect: Duration,
+    /// One attempt, from sending the request to the answer (`MCP_AWS_READ_TIMEOUT_MS`,
+    /// default 2 s).
+    pub read: Duration,
+    /// One call including the SDK's retries with backoff (`MCP_AWS_OPERATION_TIMEOUT_MS`,
+    /// default 5 s): the longest a handle operation can take. Keep it below the Lambda timeout.
+    pub operation: Duration,
+}
+
+impl Default for AwsTimeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_millis(1000),
+            read: Duration::from_millis(2000),
+            operation: Duration::from_millis(5000),
+        }
+    }
+}
+
+impl AwsTimeouts {
+    /// Reads `MCP_AWS_CONNECT_TIMEOUT_MS`, `MCP_AWS_READ_TIMEOUT_MS` and
+    /// `MCP_AWS_OPERATION_TIMEOUT_MS`.
+    pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
+        let mut timeouts = Self::default();
+        for (variable, slot) in [
+            ("MCP_AWS_CONNECT_TIMEOUT_MS", &mut timeouts.connect),
+            ("MCP_AWS_READ_TIMEOUT_MS", &mut timeouts.read),
+            ("MCP_AWS_OPERATION_TIMEOUT_MS", &mut timeouts.operation),
+        ] {
+            *slot = env.millis(
+                variable,
+                slot.as_millis() as u64,
+                1..=600_000,
+                "whole milliseconds between 1 and 600000, e.g. 1000",
+            )?;
+        }
+        Ok(timeouts)
+    }
+}
+
+/// Attempts of one SDK call (the first try and two retries), all within
+/// [`AwsTimeouts::operation`].
+pub const MAX_ATTEMPTS: u32 = 3;
+
+/// The SDK configuration loader with this crate's HTTP client, timeouts and retries, reading
+/// region, credentials and endpoints from the standard AWS environment.
+///
+/// Override what you need before `load()`; tests point it at a local endpoint:
+///
+/// ```no_run
+/// # async fn demo() {
+/// use aws_config::Region;
+/// use aws_credential_types::Credentials;
+/// let timeouts = mcp_lambda::aws::AwsTimeouts::default();
+/// let sdk = mcp_lambda::aws::loader(&timeouts)
+///     .endpoint_url("http://127.0.0.1:8000")
+///     .region(Region::new("us-east-1"))
+///     .credentials_provider(Credentials::new("local", "local", None, None, "static"))
+///     .load()
+///     .await;
+/// let client = aws_sdk_dynamodb::Client::new(&sdk);
+/// # drop(client);
+/// # }
+/// ```
+pub fn loader(timeouts: &AwsTimeouts) -> aws_config::ConfigLoader {
+    let http = aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https();
+    let timeout_config = TimeoutConfig::builder()
+        .connect_timeout(timeouts.connect)
+        .read_timeout(timeouts.read)
+        .operation_attempt_timeout(timeouts.connect + timeouts.read)
+        .operation_timeout(timeouts.operation)
+        .build();
+    aws_config::defaults(BehaviorVersion::latest())
+        .http_client(http)
+        .timeout_config(timeout_config)
+        .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aws_timeouts_default_and_parse_milliseconds() {
+        let read = |vars: &'static [(&'static str, &'static str)]| {
+            let lookup = move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            };
+            AwsTimeouts::from_env(&Env::new(&lookup))
+        };
+        assert_eq!(read(&[]).unwrap(), AwsTimeouts::default());
+        let t = read(&[
+            ("MCP_AWS_CONNECT_TIMEOUT_MS", "250"),
+            ("MCP_AWS_READ_TIMEOUT_MS", "750"),
+            ("MCP_AWS_OPERATION_TIMEOUT_MS", "1500"),
+        ])
+        .unwrap();
+        assert_eq!(t.connect, Duration::from_millis(250));
+        assert_eq!(t.read, Duration::from_millis(750));
+        assert_eq!(t.operation, Duration::from_millis(1500));
+        for bad in [
+            &[("MCP_AWS_CONNECT_TIMEOUT_MS", "0")][..],
+            &[("MCP_AWS_READ_TIMEOUT_MS", "1s")][..],
+            &[("MCP_AWS_OPERATION_TIMEOUT_MS", "600001")][..],
+        ] {
+            let err = read(bad).unwrap_err();
+            assert_eq!(err.variable, bad[0].0);
+            assert!(err.to_string().contains("milliseconds"), "{err}");
+        }
+    }
+}

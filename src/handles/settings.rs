@@ -1,0 +1,198 @@
+//! Which handle store to open, and how long handles live.
+//!
+//! | variable | default | meaning |
+//! |---|---|---|
+//! | `MCP_HANDLE_TTL_SECS` | `86400` | inactivity expiry of handles |
+//! | `MCP_HANDLES_TABLE` | none (in memory) | the DynamoDB table (name or ARN) that keeps handles, laid out as `infra/handles-table.json` (feature `dynamodb`) |
+//! | `MCP_AWS_*_TIMEOUT_MS` | see [`AwsTimeouts`](crate::aws::AwsTimeouts) | timeouts of every DynamoDB call |
+
+use std::{sync::Arc, time::Duration};
+
+use super::{HandleStore, MemoryHandleStore};
+use crate::env::{ConfigError, Env, Mode, parse_arn};
+
+/// The handle store's settings, read once at start-up.
+///
+/// ```
+/// let config = mcp_lambda::Config::local_default();
+/// assert_eq!(config.handles.ttl.as_secs(), 86_400);
+/// assert_eq!(config.handles.table, None); // in memory
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HandleSettings {
+    /// Inactivity expiry of handles (`MCP_HANDLE_TTL_SECS`).
+    pub ttl: Duration,
+    /// The DynamoDB table that keeps handles (`MCP_HANDLES_TABLE`); `None` = in memory.
+    pub table: Option<String>,
+    /// Timeouts of DynamoDB calls.
+    #[cfg(feature = "dynamodb")]
+    pub timeouts: crate::aws::AwsTimeouts,
+    /// Whether the process runs on Lambda, where in-memory handles do not survive.
+    on_lambda: bool,
+}
+
+/// Why a handle store could not be opened at start-up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The table is missing, has another key, or may not be read; the reason says what to fix.
+    #[error("handle store: table {table}: {reason}")]
+    Table {
+        /// The table name or ARN.
+        table: String,
+        /// What went wrong and what to do.
+        reason: String,
+    },
+}
+
+impl HandleSettings {
+    /// Reads `MCP_HANDLE_TTL_SECS`, `MCP_HANDLES_TABLE` and, for DynamoDB, the AWS timeouts.
+    pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
+        let ttl = env.secs(
+            "MCP_HANDLE_TTL_SECS",
+            86_400,
+            1..=366 * 86_400,
+            "whole seconds between 1 and 31622400, e.g. 86400",
+        )?;
+        let table = match env.get("MCP_HANDLES_TABLE") {
+            Some(v) if !cfg!(feature = "dynamodb") => {
+                return Err(ConfigError::new(
+                    "MCP_HANDLES_TABLE",
+                    v,
+                    "this build has no DynamoDB store: enable the `dynamodb` feature of \
+                     mcp-lambda, or leave it unset to keep handles in memory",
+                ));
+            }
+            Some(v) if valid_table(v.trim()) => Some(v.trim().to_string()),
+            Some(v) => {
+                return Err(ConfigError::new(
+                    "MCP_HANDLES_TABLE",
+                    v,
+                    "expected a DynamoDB table name (3 to 255 of A-Z a-z 0-9 _ - .) or a table \
+                     ARN, e.g. mcp-handles",
+                ));
+            }
+            None => None,
+        };
+        Ok(Self {
+            ttl,
+            table,
+            #[cfg(feature = "dynamodb")]
+            timeouts: crate::aws::AwsTimeouts::from_env(env)?,
+            on_lambda: env.mode() == Mode::Lambda,
+        })
+    }
+
+    /// Opens the store these settings name: [`DynamoDbHandleStore`](super::DynamoDbHandleStore)
+    /// on [`table`](Self::table) when it is set, else the in-memory store (the embedded default).
+    ///
+    /// Call it once at start-up (Lambda INIT): it builds the DynamoDB client with the configured
+    /// timeouts (endpoint, region and credentials from the standard AWS environment, e.g.
+    /// `AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000` for a local stand-in) and reads one
+    /// (absent) item, which checks the table, its key and the permission, and opens the
+    /// connection before the first request.
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError::Table`] when the table is missing or has another key schema, or DynamoDB
+    /// refuses the call (no region, credentials or permission). An endpoint that cannot be
+    /// reached at start-up is only logged: the store serves once it comes back, and each
+    /// operation fails with [`HandleError::Unavailable`](super::HandleError::Unavailable) until
+    /// then. The in-memory store never fails.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), mcp_lambda::Error> {
+    /// let config = mcp_lambda::Config::from_env()?;
+    /// let handles = config.handles.open().await?;
+    /// # drop(handles);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn open(&self) -> Result<Arc<dyn HandleStore>, OpenError> {
+        let Some(table) = &self.table else {
+            if self.on_lambda {
+                tracing::warn!(
+                    "MCP_HANDLES_TABLE is not set: handles live in this instance's memory, so \
+                     other instances (and this one after a restart) will not find them"
+                );
+            }
+            return Ok(Arc::new(MemoryHandleStore::new()));
+        };
+        #[cfg(feature = "dynamodb")]
+        {
+            super::dynamodb::open(table, &self.timeouts).await
+        }
+        #[cfg(not(feature = "dynamodb"))]
+        {
+            unreachable!("{table}: MCP_HANDLES_TABLE is refused without the dynamodb feature")
+        }
+    }
+}
+
+/// A DynamoDB table name, or a table ARN.
+fn valid_table(value: &str) -> bool {
+    if value.starts_with("arn:") {
+        return parse_arn(value).is_some_and(|(service, resource)| {
+            service == "dynamodb" && resource.strip_prefix("table/").is_some_and(valid_table)
+        });
+    }
+    (3..=255).contains(&value.len())
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(vars: &[(&'static str, &'static str)]) -> Result<HandleSettings, ConfigError> {
+        let lookup = |name: &str| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        };
+        HandleSettings::from_env(&Env::new(&lookup))
+    }
+
+    #[cfg(feature = "dynamodb")]
+    #[test]
+    fn handles_table_selects_dynamodb_and_is_validated() {
+        assert_eq!(settings(&[]).unwrap().table, None);
+        for good in [
+            "mcp-handles",
+            "a.b_c-1",
+            "arn:aws:dynamodb:eu-west-1:123456789012:table/mcp-handles",
+        ] {
+            let s = settings(&[("MCP_HANDLES_TABLE", good)]).unwrap();
+            assert_eq!(s.table.as_deref(), Some(good));
+        }
+        for bad in [
+            "ab",
+            "has space",
+            "tab/le",
+            "arn:aws:s3:::bucket",
+            "arn:aws:dynamodb:eu-west-1:1:index/x",
+        ] {
+            let err = settings(&[("MCP_HANDLES_TABLE", bad)]).unwrap_err();
+            assert_eq!(err.variable, "MCP_HANDLES_TABLE", "{bad}");
+            assert!(err.to_string().contains("table name"), "{err}");
+        }
+    }
+
+    #[cfg(not(feature = "dynamodb"))]
+    #[test]
+    fn a_table_needs_the_dynamodb_feature() {
+        let err = settings(&[("MCP_HANDLES_TABLE", "mcp-handles")]).unwrap_err();
+        assert_eq!(err.variable, "MCP_HANDLES_TABLE");
+        assert!(err.to_string().contains("`dynamodb` feature"), "{err}");
+    }
+
+    #[test]
+    fn handle_ttl_is_bounded() {
+        assert_eq!(settings(&[]).unwrap().ttl, Duration::from_secs(86_400));
+        let err = settings(&[("MCP_HANDLE_TTL_SECS", "0")]).unwrap_err();
+        assert_eq!(err.variable, "MCP_HANDLE_TTL_SECS");
+    }
+}

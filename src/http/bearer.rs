@@ -1,0 +1,112 @@
+//! The auth step: the bearer token checked by [`Authenticator`] (which decides)
+//! and its refusal written as HTTP here: 401 or 403 with the RFC 6750
+//! `WWW-Authenticate` challenge pointing at the RFC 9728 metadata.
+
+use http::{HeaderValue, Response, StatusCode, header, request::Parts};
+use http_body_util::{BodyExt, Full};
+use serde_json::json;
+
+use super::errors::HttpResponse;
+use crate::auth::{Authenticator, Challenge, Refusal, metadata};
+
+/// Authenticates the request for `method`/`name`; the principal goes into the
+/// request's extensions, where handlers read it (`Principal::from_request`).
+pub(crate) async fn authorize(
+    auth: &Authenticator,
+    parts: &mut Parts,
+    method: &str,
+    name: Option<&str>,
+) -> Result<(), HttpResponse> {
+    match auth
+        .authorize(&parts.headers, &parts.uri, method, name)
+        .await
+    {
+        Ok(Some(principal)) => {
+            parts.extensions.insert(principal);
+            Ok(())
+        }
+        Ok(None) => Ok(()),
+        Err(refusal) => {
+            tracing::info!(challenge = ?refusal.challenge, "request refused by auth");
+            Err(challenge_response(auth, &refusal))
+        }
+    }
+}
+
+/// The refusal as an HTTP response with its `WWW-Authenticate` challenge.
+pub(crate) fn challenge_response(auth: &Authenticator, refusal: &Refusal) -> HttpResponse {
+    let settings = auth.settings();
+    let scope = if refusal.required_scopes.is_empty() {
+        settings.scopes_supported.join(" ")
+    } else {
+        refusal.required_scopes.join(" ")
+    };
+    let (status, error, description) = match &refusal.challenge {
+        Challenge::Missing => (
+            StatusCode::UNAUTHORIZED,
+            None,
+            "a bearer token is required".to_string(),
+        ),
+        Challenge::InvalidRequest(why) => (
+            StatusCode::UNAUTHORIZED,
+            Some("invalid_request"),
+            why.to_string(),
+        ),
+        Challenge::InvalidToken(why) => (
+            StatusCode::UNAUTHORIZED,
+            Some("invalid_token"),
+            why.to_string(),
+        ),
+        Challenge::InsufficientScope => (
+            StatusCode::FORBIDDEN,
+            Some("insufficient_scope"),
+            format!("this operation needs the scopes: {scope}"),
+        ),
+    };
+    let metadata_url = auth.metadata_url();
+    let mut value = String::from("Bearer ");
+    if let Some(error) = error {
+        value.push_str(&format!("error=\"{error}\", "));
+    }
+    if !scope.is_empty() {
+        value.push_str(&format!("scope=\"{scope}\", "));
+    }
+    value.push_str(&format!("resource_metadata=\"{metadata_url}\""));
+    if error.is_some() {
+        // Quotes and backslashes cannot appear: descriptions are our own text.
+        value.push_str(&format!(
+            ", error_description=\"{}\"",
+            description.replace(['"', '\\'], "'")
+        ));
+    }
+    let body = json!({
+        "error": error.unwrap_or("unauthorized"),
+        "error_description": description,
+        "resource_metadata": metadata_url,
+    });
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::CACHE_CONTROL, "no-store")
+        .header(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static("Bearer")),
+        )
+        .body(Full::new(bytes::Bytes::from(body.to_string())).boxed())
+        .expect("valid response parts")
+}
+
+/// The RFC 9728 metadata document as a cacheable GET response.
+pub(crate) fn metadata_response(auth: &Authenticator) -> HttpResponse {
+    let body = metadata::document(auth.settings());
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(
+            header::CACHE_CONTROL,
+            format!("public, max-age={}", metadata::MAX_AGE_SECS),
+        )
+        .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
+        .body(Full::new(bytes::Bytes::from(body.to_string())).boxed())
+        .expect("valid response parts")
+}

@@ -1,0 +1,252 @@
+//! The front pipeline: every check a request goes through, in order, in one
+//! place. Each step is one file of this module with its own settings, and
+//! refuses by returning the response to send.
+//!
+//! | request | answer |
+//! |---|---|
+//! | `POST <MCP_PATH>` | [`McpService::mcp_post`]: media types → body limit → envelope → auth → rmcp → cache headers, then CORS |
+//! | `OPTIONS <MCP_PATH>` | the CORS preflight |
+//! | `GET`/`DELETE <MCP_PATH>` | 405, `Allow: POST` (rmcp's legacy sessions when switched on) |
+//! | `GET /healthz` | 200 `ok`, touching neither auth nor storage |
+//! | `GET /.well-known/oauth-protected-resource[<MCP_PATH>]` | the RFC 9728 metadata when auth is on |
+//! | anything else | 404 |
+
+use std::{
+    convert::Infallible,
+    fmt::Display,
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use http::{HeaderValue, Method, Request, StatusCode, header, request::Parts};
+use http_body::Body;
+use http_body_util::Full;
+use rmcp::{
+    ServerHandler,
+    transport::{
+        StreamableHttpService, streamable_http_server::session::local::LocalSessionManager,
+    },
+};
+use tracing::Instrument as _;
+
+use super::{
+    bearer, body_limit, cache_headers, cors,
+    envelope::{self, Checked, Era},
+    errors::{HttpResponse, text_response},
+    host, media_types,
+    origin_secret::{self, OriginSecretCheck},
+    settings::HttpSettings,
+};
+use crate::{
+    auth::{Authenticator, metadata},
+    cache::CacheSlot,
+    handler::Hosted,
+    rmcp_gaps,
+};
+
+/// rmcp's HTTP service around the wrapped handler: the pipeline's last step.
+pub(crate) type Rmcp<H> = StreamableHttpService<Hosted<H>, LocalSessionManager>;
+
+/// What the steps read, built once at start-up.
+#[derive(Debug)]
+pub(crate) struct Front {
+    pub(crate) settings: HttpSettings,
+    /// The CDN's secret origin header, as an HMAC tag; `None` = no check.
+    pub(crate) origin_secret: Option<OriginSecretCheck>,
+    /// Bearer-token auth; `None` = off.
+    pub(crate) auth: Option<Arc<Authenticator>>,
+    /// The versions the handler serves, for -32022 answers.
+    pub(crate) supported_versions: Vec<String>,
+}
+
+/// The whole HTTP service: routes, the MCP front, rmcp behind it.
+///
+/// Built once by [`App`](crate::App) and cloned per connection or invocation
+/// (clones share everything).
+pub struct McpService<H> {
+    rmcp: Arc<Rmcp<H>>,
+    front: Arc<Front>,
+}
+
+impl<H> Clone for McpService<H> {
+    fn clone(&self) -> Self {
+        Self {
+            rmcp: self.rmcp.clone(),
+            front: self.front.clone(),
+        }
+    }
+}
+
+impl<H> McpService<H> {
+    pub(crate) fn new(rmcp: Rmcp<H>, front: Front) -> Self {
+        Self {
+            rmcp: Arc::new(rmcp),
+            front: Arc::new(front),
+        }
+    }
+}
+
+impl<H, B> tower::Service<Request<B>> for McpService<H>
+where
+    H: ServerHandler,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Display + Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = HttpResponse;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<HttpResponse, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        // 1. Only requests that came through the CDN, when one is configured:
+        //    before routing, auth, logging or reading the body.
+        if let Err(refusal) =
+            origin_secret::check(self.front.origin_secret.as_ref(), request.headers_mut())
+        {
+            return Box::pin(async move { Ok(refusal) });
+        }
+        let this = self.clone();
+        // Fields, not strings; never the token or the arguments.
+        let span = tracing::info_span!(
+            "mcp.request",
+            mcp.method = tracing::field::Empty,
+            mcp.legacy = tracing::field::Empty,
+            status = tracing::field::Empty,
+        );
+        Box::pin(
+            async move {
+                let response = this.route(request).await;
+                tracing::Span::current().record("status", response.status().as_u16());
+                tracing::debug!("answered");
+                Ok(response)
+            }
+            .instrument(span),
+        )
+    }
+}
+
+impl<H: ServerHandler> McpService<H> {
+    /// 2. One `Host`. 3. The route. On the MCP path, 4–9 ([`mcp_post`](Self::mcp_post)),
+    /// then 10. CORS on whatever came back.
+    async fn route<B>(self, request: Request<B>) -> HttpResponse
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Display + Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        if let Err(refusal) = host::check(request.headers()) {
+            return refusal;
+        }
+        let settings = &self.front.settings;
+        let path = request.uri().path();
+        if path == settings.path {
+            let origin = request.headers().get(header::ORIGIN).cloned();
+            let response = match *request.method() {
+                Method::POST => {
+                    let (parts, body) = request.into_parts();
+                    self.mcp_post(parts, body)
+                        .await
+                        .unwrap_or_else(|refusal| refusal)
+                }
+                Method::OPTIONS => cors::preflight(),
+                Method::GET | Method::DELETE if settings.legacy_sessions => {
+                    self.rmcp.handle(request).await
+                }
+                _ => method_not_allowed(),
+            };
+            return cors::apply(response, origin, &self.front.settings.allowed_origins);
+        }
+        match (request.method(), path) {
+            (&Method::GET | &Method::HEAD, "/healthz") => text_response(StatusCode::OK, "ok\n"),
+            (&Method::GET | &Method::HEAD, path)
+                if metadata::is_metadata_path(path, &settings.path) =>
+            {
+                match &self.front.auth {
+                    Some(auth) => bearer::metadata_response(auth),
+                    None => text_response(StatusCode::NOT_FOUND, "Not Found: auth is off\n"),
+                }
+            }
+            _ => text_response(StatusCode::NOT_FOUND, "Not Found\n"),
+        }
+    }
+
+    /// One MCP POST, step by step; `Err` is a refusal, sent as it is.
+    async fn mcp_post<B>(&self, mut parts: Parts, body: B) -> Result<HttpResponse, HttpResponse>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Display + Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let front = &*self.front;
+        // 4. Media types: a JSON body, an Accept that allows JSON and SSE (415, 406).
+        media_types::check(&mut parts.headers).map_err(|r| r.into_response(None))?;
+        // 5. The body, capped and on time (413, 408).
+        let body = body_limit::collect(&parts.headers, body, front.settings.max_body_bytes).await?;
+        // 6. The JSON-RPC and MCP envelope, in the spec's order (-32700 … -32601).
+        rmcp_gaps::trim_mcp_headers(&mut parts.headers);
+        let checked = self.envelope(&parts, &body)?;
+        // 7. Auth on the method and name the body names (401, 403).
+        if let Some(auth) = &front.auth {
+            bearer::authorize(auth, &mut parts, &checked.method, checked.name.as_deref()).await?;
+        }
+        // 8. rmcp and the wrapped handler; the cache hint comes back through the slot.
+        let slot = CacheSlot::default();
+        parts.extensions.insert(slot.clone());
+        let response = self.rmcp_step(parts, body, &checked).await?;
+        // 9. Cache-Control (and Vary) from the result's hint.
+        Ok(cache_headers::apply(response, &slot))
+    }
+
+    fn envelope(&self, parts: &Parts, body: &Bytes) -> Result<Checked, HttpResponse> {
+        let session_replies =
+            self.front.settings.legacy_sessions && parts.headers.contains_key("mcp-session-id");
+        let checked = envelope::check(
+            &parts.headers,
+            body,
+            &self.front.supported_versions,
+            session_replies,
+        )
+        .map_err(|(rejection, id)| rejection.into_response(id.as_ref()))?;
+        let span = tracing::Span::current();
+        span.record("mcp.method", checked.method.as_str());
+        span.record("mcp.legacy", checked.era == Era::Legacy);
+        Ok(checked)
+    }
+
+    /// rmcp answers; a refusal that hides one of its decoding gaps is replaced
+    /// by the spec's answer (`rmcp_gaps.rs`).
+    async fn rmcp_step(
+        &self,
+        parts: Parts,
+        body: Bytes,
+        checked: &Checked,
+    ) -> Result<HttpResponse, HttpResponse> {
+        let response = self
+            .rmcp
+            .handle(Request::from_parts(parts, Full::new(body.clone())))
+            .await;
+        if !response.status().is_success()
+            && let Some(rejection) = checked.explain_refusal(&body, response.status())
+        {
+            return Err(rejection.into_response(checked.id.as_ref()));
+        }
+        Ok(response)
+    }
+}
+
+fn method_not_allowed() -> HttpResponse {
+    let mut response = text_response(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "Method Not Allowed: POST only\n",
+    );
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST"));
+    response
+}

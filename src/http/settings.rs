@@ -1,0 +1,169 @@
+//! The HTTP front's settings: where MCP is served, who may call it, how big a
+//! request may be, and rmcp's transport configuration derived from them.
+//!
+//! | variable | default | meaning |
+//! |---|---|---|
+//! | `MCP_PATH` | `/mcp` | the MCP endpoint path |
+//! | `MCP_ALLOWED_HOSTS` | loopback names | comma-separated `Host` values accepted (DNS-rebinding guard); `*` disables the check |
+//! | `MCP_ALLOWED_ORIGINS` | loopback in local mode, none on Lambda | comma-separated browser origins (`https://app.example.com:443`, `http://localhost:*`); a request with any other `Origin` gets 403 |
+//! | `MCP_MAX_BODY_BYTES` | `1048576` | request bodies above this get 413 |
+//! | `MCP_LEGACY_SESSIONS` | `false` | in-memory sessions for 2025-era clients (local mode only) |
+//! | `MCP_SSE_KEEP_ALIVE_SECS` | `15` | seconds between `:` keep-alive comments on an idle SSE answer (keep it under the 30 s idle timeouts of CloudFront and edge API Gateway) |
+//! | `MCP_ORIGIN_SECRET`, `MCP_ORIGIN_SECRET_HEADER` | none | see [`OriginSecret`] |
+
+use std::time::Duration;
+
+use rmcp::transport::StreamableHttpServerConfig;
+
+use super::origin_secret::OriginSecret;
+use crate::env::{ConfigError, Env, Mode, split_list};
+
+/// What the HTTP front enforces, read once at start-up.
+///
+/// ```
+/// let config = mcp_lambda::Config::local_default();
+/// assert_eq!(config.http.path, "/mcp");
+/// assert_eq!(config.http.max_body_bytes, 1024 * 1024);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HttpSettings {
+    /// The MCP endpoint path (`MCP_PATH`), starting with `/`.
+    pub path: String,
+    /// Accepted `Host` values; empty means any host (`MCP_ALLOWED_HOSTS=*`).
+    pub allowed_hosts: Vec<String>,
+    /// Accepted browser origins (`MCP_ALLOWED_ORIGINS`); loopback origins in
+    /// local mode when unset, none on Lambda.
+    pub allowed_origins: Vec<String>,
+    /// Body cap in bytes (`MCP_MAX_BODY_BYTES`).
+    pub max_body_bytes: usize,
+    /// In-memory sessions for legacy clients (`MCP_LEGACY_SESSIONS`, local only).
+    pub legacy_sessions: bool,
+    /// Interval of `:` keep-alive comments on an idle SSE answer
+    /// (`MCP_SSE_KEEP_ALIVE_SECS`).
+    pub sse_keep_alive: Duration,
+    /// The secret header a CDN in front adds; `None` = no check.
+    pub origin_secret: Option<OriginSecret>,
+}
+
+impl HttpSettings {
+    /// Reads the front's variables.
+    pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
+        let mode = env.mode();
+        let path = env.get("MCP_PATH").unwrap_or_else(|| "/mcp".into());
+        if !path.starts_with('/')
+            || path.len() < 2
+            || path.contains(['?', '#', ' '])
+            || path.ends_with('/')
+        {
+            return Err(ConfigError::new(
+                "MCP_PATH",
+                path,
+                "expected an absolute path without query or trailing slash, e.g. /mcp",
+            ));
+        }
+
+        let allowed_hosts = match env.get("MCP_ALLOWED_HOSTS") {
+            Some(v) if v.trim() == "*" => Vec::new(),
+            Some(v) => {
+                let hosts = split_list(&v);
+                if hosts
+                    .iter()
+                    .any(|h| h.contains(['/', ' ']) || h.contains("://"))
+                {
+                    return Err(ConfigError::new(
+                        "MCP_ALLOWED_HOSTS",
+                        v,
+                        "expected comma-separated host names or host:port, e.g. \
+                         abc.lambda-url.us-east-1.on.aws,d111.cloudfront.net (or * for any)",
+                    ));
+                }
+                hosts
+            }
+            None => ["localhost", "127.0.0.1", "::1", "[::1]"]
+                .map(String::from)
+                .to_vec(),
+        };
+
+        let allowed_origins = match env.get("MCP_ALLOWED_ORIGINS") {
+            Some(v) => {
+                let origins = split_list(&v);
+                if origins.iter().any(|o| {
+                    o != "null" && !(o.starts_with("http://") || o.starts_with("https://"))
+                }) {
+                    return Err(ConfigError::new(
+                        "MCP_ALLOWED_ORIGINS",
+                        v,
+                        "expected comma-separated origins with a scheme, e.g. \
+                         https://app.example.com:443,http://localhost:*",
+                    ));
+                }
+                origins
+            }
+            // Browser clients on this machine, for local development only.
+            None if mode == Mode::Local => {
+                ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"]
+                    .map(String::from)
+                    .to_vec()
+            }
+            None => Vec::new(),
+        };
+
+        let max_body_bytes = env.number(
+            "MCP_MAX_BODY_BYTES",
+            1024 * 1024,
+            1..=64 * 1024 * 1024,
+            "a whole number of bytes between 1 and 67108864, e.g. 1048576",
+        )? as usize;
+
+        let legacy_sessions = env.flag("MCP_LEGACY_SESSIONS")?;
+        if legacy_sessions && mode == Mode::Lambda {
+            return Err(ConfigError::new(
+                "MCP_LEGACY_SESSIONS",
+                "true",
+                "in-memory sessions cannot work on Lambda (each instance has its own memory); \
+                 leave it unset so legacy clients are served statelessly",
+            ));
+        }
+
+        let sse_keep_alive = env.secs(
+            "MCP_SSE_KEEP_ALIVE_SECS",
+            15,
+            1..=300,
+            "whole seconds between 1 and 300, e.g. 15 (stay under the 30 s idle timeout of \
+             CloudFront)",
+        )?;
+
+        Ok(Self {
+            path,
+            allowed_hosts,
+            allowed_origins,
+            max_body_bytes,
+            legacy_sessions,
+            sse_keep_alive,
+            origin_secret: OriginSecret::from_env(env)?,
+        })
+    }
+
+    /// rmcp's transport configuration: JSON answers, our body cap and keep-alives, its
+    /// `Host` allow-list and `Origin` check on the same lists as CORS.
+    pub(crate) fn rmcp_config(&self) -> StreamableHttpServerConfig {
+        let mut config = StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(self.legacy_sessions)
+            .with_json_response(true)
+            .with_max_request_body_bytes(self.max_body_bytes)
+            .with_sse_keep_alive(Some(self.sse_keep_alive));
+        if !self.legacy_sessions {
+            // No resumable streams without sessions: no SSE priming events.
+            config = config.with_sse_retry(None);
+        }
+        config = if self.allowed_hosts.is_empty() {
+            config.disable_allowed_hosts()
+        } else {
+            config.with_allowed_hosts(self.allowed_hosts.clone())
+        };
+        config
+            .with_allowed_origins(self.allowed_origins.clone())
+            .enforce_origin_validation()
+    }
+}

@@ -1,0 +1,243 @@
+//! Everything that exists only because rmcp 3.11 behaves a certain way.
+//!
+//! Each item names the rmcp behaviour it covers. When an rmcp release fixes
+//! one, delete the item and its call: the spec's answer is then rmcp's own,
+//! and the tests that pin it (`// rmcp 3.11:` in `tests/`) keep proving it.
+//!
+//! | item | rmcp 3.11 behaviour | used by |
+//! |---|---|---|
+//! | [`trim_mcp_headers`] | compares `Mcp-*` header values untrimmed, so `Mcp-Method: tools/list ` (legal optional whitespace, RFC 9110 §5.5) would mismatch the body | `http/mod.rs` |
+//! | [`name_both_accept_types`] | refuses an `Accept` that allows JSON and SSE without naming both (`*/*`, `application/*`, none at all) | `http/media_types.rs` |
+//! | [`decodes_like_rmcp`], [`may_hide_decoding_gap`] | answers an unreadable message with a plain-text 415, and `params` that do not fit a method's type with -32601 (it falls back to a custom request) | `http/envelope.rs`, `http/mod.rs` |
+//! | [`list_cursor_is_not_a_string`] | silently drops a list `cursor` of the wrong type (serves the first page instead of -32602) | `http/envelope.rs` |
+//! | [`stamp_server_info`] | puts `_meta["io.modelcontextprotocol/serverInfo"]` on `server/discover` only | `handler/mod.rs` |
+
+use http::{HeaderMap, HeaderValue, header};
+use rmcp::model::MetaObject;
+use serde_json::Value;
+
+/// Trims optional whitespace (RFC 9110 §5.5) from the `Mcp-*` headers, so
+/// rmcp's own comparisons see the values the front checked.
+///
+/// rmcp 3.11: compares the raw header value with the body.
+pub(crate) fn trim_mcp_headers(headers: &mut HeaderMap) {
+    let names: Vec<_> = headers
+        .keys()
+        .filter(|name| name.as_str().starts_with("mcp-"))
+        .cloned()
+        .collect();
+    for name in names {
+        if let header::Entry::Occupied(mut entry) = headers.entry(name) {
+            for value in entry.iter_mut() {
+                let bytes = value.as_bytes();
+                let trimmed = bytes.trim_ascii();
+                if trimmed.len() != bytes.len()
+                    && let Ok(new) = HeaderValue::from_bytes(trimmed)
+                {
+                    *value = new;
+                }
+            }
+        }
+    }
+}
+
+/// Rewrites an accepted `Accept` to name both types, unless it already does.
+///
+/// rmcp 3.11: insists on `application/json` and `text/event-stream` by name,
+/// where the spec (and HTTP) also accepts `*/*`, `application/*` + `text/*`,
+/// or no `Accept` at all (curl, scripts).
+pub(crate) fn name_both_accept_types(headers: &mut HeaderMap, already_named: bool) {
+    if !already_named {
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+    }
+}
+
+/// A decoding gap: what rmcp would answer wrongly, and the spec's answer instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Gap {
+    /// Not a JSON-RPC message rmcp can read: the spec's -32600 (rmcp: plain-text 415).
+    Unreadable,
+    /// `params` do not fit the method's schema: the spec's -32602 (rmcp: -32601).
+    ParamsDoNotFit {
+        /// The method.
+        method: String,
+    },
+}
+
+/// Methods rmcp decodes into a typed request. When `params` do not fit the
+/// type, rmcp 3.11 falls back to a custom request and answers -32601, as if
+/// the method did not exist.
+const TYPED_METHODS: &[&str] = &[
+    "server/discover",
+    "subscriptions/listen",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/directory/read",
+    "completion/complete",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+    "skills/list",
+    "skills/get",
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// 2026-07-28 methods: in a 2025-era request they are unknown (-32601), not malformed.
+const MODERN_ONLY_METHODS: &[&str] = &["server/discover", "subscriptions/listen"];
+
+/// Decodes the body as rmcp will and says where rmcp would answer wrongly.
+///
+/// `modern`: a 2026-07-28 request; `has_params`: the body has `params`.
+/// rmcp 3.11: an unreadable message is a plain-text 415; `params` that fail
+/// the method's type are -32601 for most methods, and a silently dropped
+/// `params` for the lists.
+pub(crate) fn decodes_like_rmcp(body: &[u8], modern: bool, has_params: bool) -> Result<(), Gap> {
+    use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
+    let message =
+        serde_json::from_slice::<ClientJsonRpcMessage>(body).map_err(|_| Gap::Unreadable)?;
+    let JsonRpcMessage::Request(request) = message else {
+        return Ok(());
+    };
+    let malformed = match &request.request {
+        ClientRequest::CustomRequest(custom) => {
+            let method = custom.method.as_str();
+            TYPED_METHODS.contains(&method) && (modern || !MODERN_ONLY_METHODS.contains(&method))
+        }
+        ClientRequest::ListToolsRequest(list) => has_params && list.params.is_none(),
+        ClientRequest::ListPromptsRequest(list) => has_params && list.params.is_none(),
+        ClientRequest::ListResourcesRequest(list) => has_params && list.params.is_none(),
+        ClientRequest::ListResourceTemplatesRequest(list) => has_params && list.params.is_none(),
+        _ => false,
+    };
+    if malformed {
+        return Err(Gap::ParamsDoNotFit {
+            method: request.request.method().to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// Whether rmcp's answer (its HTTP status) to a request for `method` may hide
+/// a decoding gap: a 415 (an unreadable message) or, for a 2026-07-28 request,
+/// a 404 (-32601) for a method rmcp knows (params that did not fit its type).
+///
+/// Checked only after rmcp has refused, so the happy path never decodes twice.
+pub(crate) fn may_hide_decoding_gap(method: &str, modern: bool, status: http::StatusCode) -> bool {
+    status == http::StatusCode::UNSUPPORTED_MEDIA_TYPE
+        || (status == http::StatusCode::NOT_FOUND && modern && TYPED_METHODS.contains(&method))
+}
+
+const LIST_METHODS: &[&str] = &[
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+];
+
+/// Whether a list request's `cursor` is there but not a string.
+///
+/// rmcp 3.11: drops the whole `params` of a list that do not fit and serves
+/// the first page, where the spec wants -32602.
+pub(crate) fn list_cursor_is_not_a_string(
+    method: &str,
+    params: Option<&serde_json::Map<String, Value>>,
+) -> bool {
+    LIST_METHODS.contains(&method)
+        && params
+            .and_then(|p| p.get("cursor"))
+            .is_some_and(|cursor| !cursor.is_string())
+}
+
+/// The `_meta` key of the server's identity.
+const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+
+/// Puts `serverInfo` (serialized once at start-up) into a result's `_meta`.
+///
+/// rmcp 3.11: only `server/discover` carries it; 2026-07-28 wants it on every result.
+pub(crate) fn stamp_server_info(meta: &mut Option<MetaObject>, server_info: &Value) {
+    meta.get_or_insert_default()
+        .0
+        .insert(SERVER_INFO_KEY.to_owned(), server_info.clone());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+    #[test]
+    fn params_that_do_not_fit_a_known_method_are_a_gap() {
+        for (method, params) in [
+            ("tools/call", r#""name":5"#),
+            ("tools/call", r#""name":"5","arguments":[]"#),
+            ("prompts/get", r#""arguments":{}"#),
+        ] {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":"r","method":"{method}","params":{{{META},{params}}}}}"#
+            );
+            assert_eq!(
+                decodes_like_rmcp(body.as_bytes(), true, true),
+                Err(Gap::ParamsDoNotFit {
+                    method: method.into()
+                }),
+                "{body}"
+            );
+            assert!(may_hide_decoding_gap(
+                method,
+                true,
+                http::StatusCode::NOT_FOUND
+            ));
+        }
+        assert_eq!(
+            decodes_like_rmcp(b"{\"jsonrpc\":\"2.0\",\"id\":true}", true, false),
+            Err(Gap::Unreadable)
+        );
+    }
+
+    #[test]
+    fn a_method_rmcp_does_not_know_is_not_a_gap() {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x/y","params":{{{META}}}}}"#);
+        assert_eq!(decodes_like_rmcp(body.as_bytes(), true, true), Ok(()));
+        assert!(!may_hide_decoding_gap(
+            "x/y",
+            true,
+            http::StatusCode::NOT_FOUND
+        ));
+    }
+
+    #[test]
+    fn only_headers_that_name_neither_type_are_rewritten() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT, HeaderValue::from_static("*/*"));
+        name_both_accept_types(&mut headers, true);
+        assert_eq!(headers[header::ACCEPT], "*/*");
+        name_both_accept_types(&mut headers, false);
+        assert_eq!(
+            headers[header::ACCEPT],
+            "application/json, text/event-stream"
+        );
+    }
+
+    #[test]
+    fn mcp_headers_lose_their_optional_whitespace() {
+        let mut headers = HeaderMap::new();
+        headers.insert("mcp-method", HeaderValue::from_static(" tools/list\t"));
+        headers.insert("x-other", HeaderValue::from_static(" kept "));
+        trim_mcp_headers(&mut headers);
+        assert_eq!(headers["mcp-method"], "tools/list");
+        assert_eq!(headers["x-other"], " kept ");
+    }
+}
