@@ -3,7 +3,7 @@
 //!
 //! Both sides import this module and nothing of each other: the
 //! [`Hosted`](crate::Hosted) wrapper writes the hint into the result body and
-//! into the request's [`CacheSlot`]; the front mirrors the slot into
+//! into the request's `CacheSlot`; the front mirrors the slot into
 //! `Cache-Control` without reading the body again.
 //!
 //! | variable | default | meaning |

@@ -10,7 +10,7 @@
 //! stand-in, and so on.
 //!
 //! Request-state keys in SSM Parameter Store or Secrets Manager are fetched with one SigV4-signed
-//! JSON call each ([`signed`], feature `aws-secrets`), through `aws-sigv4` (already part of the
+//! JSON call each (`aws/signed.rs`, feature `aws-secrets`), through `aws-sigv4` (already part of the
 //! SDK): the full `aws-sdk-ssm` and `aws-sdk-secretsmanager` crates would add about 1 minute to a
 //! cold debug build and 2 min 20 s to a cold release build, for two calls made once at start-up.
 //!

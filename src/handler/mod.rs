@@ -5,7 +5,7 @@
 //! SSE answers get the same treatment:
 //! - `_meta["io.modelcontextprotocol/serverInfo"]` on every result
 //!   (`rmcp_gaps::stamp_server_info`);
-//! - `ttlMs`/`cacheScope` from [`CacheHints`](crate::cache::CacheHints) on
+//! - `ttlMs`/`cacheScope` from [`cache::CacheHints`](crate::cache::CacheHints) on
 //!   `server/discover`, the lists and `resources/read` (rmcp 3.11 fills
 //!   `0`/`private`, or `public` from the macros, whatever the deployment wants),
 //!   handed to the HTTP front through the request's `CacheSlot`;

@@ -95,7 +95,7 @@ type Item = HashMap<String, AttributeValue>;
 
 /// A [`HandleStore`] on a DynamoDB table; clones share the client and its connections.
 ///
-/// Build it once at start-up (Lambda INIT) with [`handles::from_config`](super::from_config),
+/// Build it once at start-up (Lambda INIT) with [`HandleSettings::open`](super::HandleSettings::open),
 /// or from your own client:
 ///
 /// ```no_run
