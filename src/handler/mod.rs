@@ -8,12 +8,14 @@
 //! - `ttlMs`/`cacheScope` from [`CacheHints`](crate::config::CacheHints) on
 //!   `server/discover`, the lists and `resources/read` (rmcp 3.11 fills
 //!   `0`/`private`, or `public` from the macros, whatever the deployment wants);
-//! - pagination of the lists with signed, self-contained cursors.
+//! - pagination of the lists with signed, self-contained cursors;
+//! - tool schemas every client accepts ([`portable_schema`]).
 
 // Delegating the deprecated 2025-era methods keeps legacy clients working.
 #![allow(deprecated)]
 
 mod cursor;
+mod portable_schema;
 
 use std::{borrow::Cow, sync::Arc};
 
@@ -403,6 +405,9 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             result.next_cursor =
                 self.settings
                     .paginate(ListKind::Tools, request.as_ref(), &mut result.tools)?;
+        }
+        for tool in &mut result.tools {
+            portable_schema::make_tool_portable(tool);
         }
         (result.ttl_ms, result.cache_scope) = self.settings.hint("tools/list", modern);
         if filtered && modern {
