@@ -6,7 +6,7 @@
 #
 # Caches (reused across runs, safe to delete):
 #   CARGO_TARGET_DIR  default ~/.cache/mcp-lambda-target
-#   MCP_WORK          default ~/.cache/mcp-lambda-work (Python venv, logs)
+#   MCP_WORK          default ~/.cache/mcp-lambda-work (Python venv, Node clients, logs)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
@@ -70,6 +70,9 @@ p=$(grep -Eo '[0-9]+ passed' "$LOGS/pytest.log" | tail -1 | awk '{print $1+0}')
 f=$(grep -Eo '[0-9]+ (failed|error)' "$LOGS/pytest.log" | awk '{s+=$1} END {print s+0}')
 [ "${p:-0}" -gt 0 ] || f=$((f + 1))
 count python-client "${p:-0}" "$f"
+
+# --- The Node clients: TS SDK v2 client 2.4.0 and inspector 2.12.0 --cli, 0 warnings each
+suite node-clients scripts/node-clients.sh
 
 # --- The official conformance suite (0.2.0-alpha.12, Node 22 from npm) -----
 suite conformance scripts/conformance.sh
