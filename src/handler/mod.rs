@@ -12,13 +12,15 @@
 //! - pagination of the four lists with signed, self-contained cursors, one
 //!   generic path for all four (`lists.rs`);
 //! - the tools a caller may not call left out of `tools/list` when scopes are
-//!   configured.
+//!   configured;
+//! - tool schemas every client accepts (`portable_schema.rs`).
 
 // Delegating the deprecated 2025-era methods keeps legacy clients working.
 #![allow(deprecated)]
 
 mod cursor;
 mod lists;
+mod portable_schema;
 
 use std::{borrow::Cow, sync::Arc};
 
@@ -334,7 +336,13 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             .settings
             .filter_tools(list.principal.as_ref(), &mut result.tools);
         // The list depends on who asks: shared caches must not reuse it.
-        self.settings.page(result, request.as_ref(), list, filtered)
+        let mut page = self
+            .settings
+            .page(result, request.as_ref(), list, filtered)?;
+        for tool in &mut page.tools {
+            portable_schema::make_tool_portable(tool);
+        }
+        Ok(page)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
