@@ -12,19 +12,19 @@
 //! Figures: `cargo test --test hostile -- --nocapture` prints the number of
 //! cases run.
 
-mod common;
+mod support;
 
 use std::{
-    process::{Child, Command, Stdio},
+    process::{Child, Stdio},
     sync::atomic::Ordering,
     time::{Duration, Instant},
 };
 
-use common::{
-    basket::{Server, free_port},
+use serde_json::{Value, json};
+use support::{
+    basket::{self, Server, free_port},
     jwt::{Issuer, TestKey, now},
 };
-use serde_json::{Value, json};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::TcpStream,
@@ -1695,20 +1695,10 @@ impl Drop for Bare {
 
 async fn bare(env: &[(&str, &str)]) -> Bare {
     let addr = free_port();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_basket"));
-    for (name, _) in std::env::vars() {
-        if name.starts_with("MCP_") || name.starts_with("AWS_") {
-            command.env_remove(name);
-        }
-    }
-    let child = command
-        .env("MCP_BIND", addr.to_string())
-        .env("MCP_LOG", "error")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("spawning the basket binary");
+    let bind = addr.to_string();
+    let mut vars = vec![("MCP_BIND", bind.as_str()), ("MCP_LOG", "error")];
+    vars.extend_from_slice(env);
+    let child = basket::spawn(basket::binary(), &vars, Stdio::null(), Stdio::inherit());
     let server = Bare { child, addr };
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
