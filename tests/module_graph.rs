@@ -299,9 +299,16 @@ fn describe(cycle: &[String], graph: &Graph) -> String {
         .windows(2)
         .map(|pair| {
             let sites = &graph[&pair[0]][&pair[1]];
-            let more = match sites.len() {
-                1 => String::new(),
-                n => format!(" and {} more", n - 1),
+            // The other places too (up to three), since each must go for the edge to go.
+            let also: Vec<String> = sites[1..]
+                .iter()
+                .take(3)
+                .map(|s| format!("{}:{}", s.file, s.line))
+                .collect();
+            let more = match (also.len(), sites.len() - 1 - also.len()) {
+                (0, _) => String::new(),
+                (_, 0) => format!(" (also {})", also.join(", ")),
+                (_, rest) => format!(" (also {} and {rest} more)", also.join(", ")),
             };
             format!(
                 "{}:{} uses crate::{}{more}",
@@ -508,7 +515,7 @@ fn f<'a>(x: &'a str) -> char {
         assert_eq!(
             describe(&found[0], &graph),
             "module cycle: a -> b -> c -> a (src/a.rs:1 uses crate::b, src/b.rs:1 uses \
-             crate::c, src/c.rs:1 uses crate::a and 1 more)"
+             crate::c, src/c.rs:1 uses crate::a (also src/c.rs:2))"
         );
     }
 
