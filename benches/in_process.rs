@@ -14,7 +14,7 @@
 mod tools;
 
 #[allow(dead_code, unreachable_pub)]
-#[path = "../tests/common/jwt.rs"]
+#[path = "../tests/support/jwt.rs"]
 mod jwt;
 
 use std::{collections::HashMap, hint::black_box, sync::Arc};

@@ -2,12 +2,12 @@
 //! JWKS endpoint on loopback: the attack suite, scope challenges, rotation,
 //! the metadata document and scope-filtered lists.
 
-mod common;
+mod support;
 
 use std::sync::atomic::Ordering;
 
-use common::{jwt::*, *};
 use serde_json::{Value, json};
+use support::{fixture::*, jwt::*};
 
 const AUDIENCE: &str = "http://127.0.0.1:3000/mcp";
 

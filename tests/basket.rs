@@ -1,15 +1,15 @@
 //! The basket example over real HTTP: the built binary on a loopback port, driven with
 //! MCP 2026-07-28 requests.
 
-mod common;
+mod support;
 
 use std::time::Duration;
 
-use common::{
+use serde_json::{Value, json};
+use support::{
     basket::*,
     jwt::{Issuer, TestKey},
 };
-use serde_json::{Value, json};
 
 #[tokio::test]
 async fn basket_flow_create_add_remove_view_checkout() {

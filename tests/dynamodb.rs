@@ -16,9 +16,7 @@
 //! elsewhere. The fault test starts a DynamoDB Local of its own (scripts/dynamodb-local.sh) so
 //! stopping it disturbs no other test.
 
-mod common;
-#[path = "support/dynamodb.rs"]
-mod dynamodb_support;
+mod support;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -26,10 +24,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::basket::{Server, items};
-use dynamodb_support::{TABLE, basket_env, client, endpoint, timeouts};
 use mcp_lambda::handles::{DynamoDbHandleStore, HandleError, HandleId, HandleStore};
 use serde_json::{Value, json};
+use support::basket::{self, Server, free_port, items};
+use support::dynamodb::{TABLE, basket_env, client, endpoint, timeouts};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -209,7 +207,7 @@ async fn each_handle_operation_is_one_dynamodb_request_on_the_warm_connection() 
     let Some(endpoint) = endpoint("the round-trip count test") else {
         return;
     };
-    dynamodb_support::store(&endpoint).await; // the table exists
+    support::dynamodb::store(&endpoint).await; // the table exists
     let proxy = CountingProxy::start(&endpoint).await;
     let store = DynamoDbHandleStore::new(client(&proxy.url, &timeouts()).await, TABLE);
 
@@ -318,7 +316,7 @@ async fn the_basket_warms_its_connection_at_start_up_and_each_call_costs_its_sto
     let Some(endpoint) = endpoint("the basket round-trip test") else {
         return;
     };
-    dynamodb_support::store(&endpoint).await;
+    support::dynamodb::store(&endpoint).await;
     let proxy = CountingProxy::start(&endpoint).await;
     let env = basket_env(&proxy.url, TABLE);
     let server = Server::start(&env_refs(&env)).await;
@@ -366,7 +364,7 @@ async fn baskets_outlive_the_server_process_and_expire_across_processes() {
     let Some(endpoint) = endpoint("the durability test") else {
         return;
     };
-    dynamodb_support::store(&endpoint).await;
+    support::dynamodb::store(&endpoint).await;
     let env = basket_env(&endpoint, TABLE);
 
     let first = Server::start(&env_refs(&env)).await;
@@ -425,7 +423,7 @@ async fn fifty_concurrent_add_item_calls_on_one_basket_make_exactly_fifty() {
     let Some(endpoint) = endpoint("the concurrency test") else {
         return;
     };
-    dynamodb_support::store(&endpoint).await;
+    support::dynamodb::store(&endpoint).await;
     let env = basket_env(&endpoint, TABLE);
     let server = Arc::new(Server::start(&env_refs(&env)).await);
     let id = server.ok("create_basket", json!({})).await["basket_id"].clone();
@@ -483,7 +481,7 @@ async fn a_write_whose_answer_is_lost_recognises_itself_on_retry_or_says_its_out
     let Some(endpoint) = endpoint("the lost-answer test") else {
         return;
     };
-    let direct = dynamodb_support::store(&endpoint).await;
+    let direct = support::dynamodb::store(&endpoint).await;
     let proxy = CountingProxy::start(&endpoint).await;
     let store = DynamoDbHandleStore::new(client(&proxy.url, &short_read_timeouts()).await, TABLE);
     let alice = owner("alice");
@@ -639,7 +637,7 @@ async fn the_basket_tells_the_truth_when_dynamodb_answers_too_late() {
     let Some(endpoint) = endpoint("the basket lost-answer test") else {
         return;
     };
-    dynamodb_support::store(&endpoint).await;
+    support::dynamodb::store(&endpoint).await;
     let proxy = CountingProxy::start(&endpoint).await;
     let mut env = basket_env(&proxy.url, TABLE);
     env.push(("MCP_AWS_READ_TIMEOUT_MS".into(), "1000".into()));
@@ -736,18 +734,17 @@ async fn start_up_names_a_missing_table_and_survives_an_unreachable_endpoint() {
         return;
     };
     // A table that does not exist: the process stops with a message saying what to do.
-    let mut command = Command::new(env!("CARGO_BIN_EXE_basket"));
-    for (name, _) in std::env::vars() {
-        if name.starts_with("MCP_") || name.starts_with("AWS_") {
-            command.env_remove(name);
-        }
-    }
-    let output = command
-        .envs(basket_env(&endpoint, "no-such-table"))
-        .env("MCP_BIND", common::basket::free_port().to_string())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let bind = free_port().to_string();
+    let mut env = basket_env(&endpoint, "no-such-table");
+    env.push(("MCP_BIND".into(), bind));
+    let output = basket::spawn(
+        basket::binary(),
+        &env_refs(&env),
+        Stdio::null(),
+        Stdio::piped(),
+    )
+    .wait_with_output()
+    .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
     assert!(
@@ -794,7 +791,7 @@ async fn start_up_names_a_missing_table_and_survives_an_unreachable_endpoint() {
 
     // Nothing listening: the server starts (the endpoint may come back), and calls fail as
     // tool errors within the operation timeout.
-    let nowhere = format!("http://{}", common::basket::free_port());
+    let nowhere = format!("http://{}", free_port());
     let mut env = basket_env(&nowhere, TABLE);
     env.push(("MCP_AWS_OPERATION_TIMEOUT_MS".into(), "1500".into()));
     let server = Server::start(&env_refs(&env)).await;

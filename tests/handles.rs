@@ -15,8 +15,7 @@
 //! Times are chosen for a remote backend too: expiry uses a 1 s TTL and waits 2.2 s, since
 //! DynamoDB-backed stores may enforce expiry at whole-second granularity.
 
-#[path = "support/dynamodb.rs"]
-mod dynamodb_support;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -71,8 +70,8 @@ macro_rules! contract_tests {
 contract_tests!(memory, || async { Some(handles::memory()) });
 
 contract_tests!(dynamodb, || async {
-    let endpoint = dynamodb_support::endpoint("the DynamoDB handle-store contract")?;
-    let store: Arc<dyn HandleStore> = Arc::new(dynamodb_support::store(&endpoint).await);
+    let endpoint = support::dynamodb::endpoint("the DynamoDB handle-store contract")?;
+    let store: Arc<dyn HandleStore> = Arc::new(support::dynamodb::store(&endpoint).await);
     Some(store)
 });
 

@@ -1,10 +1,10 @@
 //! Every error row of MCP 2026-07-28 §3–4 and each rmcp 3.11 gap the front
 //! closes, through the same service the local server and Lambda call.
 
-mod common;
+mod support;
 
-use common::*;
 use serde_json::{Value, json};
+use support::fixture::*;
 
 fn headers_only(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs

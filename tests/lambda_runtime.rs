@@ -6,6 +6,8 @@
 //! arrival time, so a test can tell a streamed answer from a buffered one. Each function process
 //! is killed when its test ends; its log lines (JSON on Lambda) are checked for ERROR.
 
+mod support;
+
 use std::{
     collections::{HashMap, VecDeque},
     convert::Infallible,
@@ -22,10 +24,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
+use support::basket::{REQUEST_STATE_KEY, spawn};
 use tokio::{net::TcpListener, sync::oneshot};
-
-/// A fixed key, so the function does not refuse to start on Lambda.
-const REQUEST_STATE_KEY: &str = "aw9C5Pf6gzD8Za8qaDXAJvlBHm0BKpbS1aXWFQoBUpE=";
 
 /// One finished invocation as the Runtime API saw it.
 #[derive(Debug)]
@@ -249,31 +249,24 @@ impl Drop for Function {
 
 impl Function {
     fn start(binary: &Path, api: &RuntimeApi, env: &[(&str, &str)]) -> Function {
-        let mut command = Command::new(binary);
-        command
-            .env("AWS_LAMBDA_RUNTIME_API", api.addr.to_string())
-            .env("AWS_LAMBDA_FUNCTION_NAME", "mcp")
-            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
-            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-            .env("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/mcp")
-            .env(
+        let runtime_api = api.addr.to_string();
+        // Every other MCP_* and AWS_* variable is left out (a fixed key so the function does
+        // not refuse to start on Lambda), whatever the test's own environment holds.
+        let mut vars = vec![
+            ("AWS_LAMBDA_RUNTIME_API", runtime_api.as_str()),
+            ("AWS_LAMBDA_FUNCTION_NAME", "mcp"),
+            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"),
+            ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST"),
+            ("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/mcp"),
+            (
                 "AWS_LAMBDA_LOG_STREAM_NAME",
                 "2026/11/29/[$LATEST]0123456789abcdef",
-            )
-            .env("MCP_REQUEST_STATE_KEY", REQUEST_STATE_KEY)
-            .env("MCP_ALLOWED_HOSTS", "*")
-            .env_remove("MCP_LAMBDA_STREAMING")
-            .env_remove("MCP_ORIGIN_SECRET")
-            .env_remove("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for (k, v) in env {
-            command.env(k, v);
-        }
-        let mut child = command
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {}: {e}", binary.display()));
+            ),
+            ("MCP_REQUEST_STATE_KEY", REQUEST_STATE_KEY),
+            ("MCP_ALLOWED_HOSTS", "*"),
+        ];
+        vars.extend_from_slice(env);
+        let mut child = spawn(binary, &vars, Stdio::piped(), Stdio::piped());
         let logs = Arc::new(Mutex::new(String::new()));
         for pipe in [
             Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
@@ -318,7 +311,7 @@ fn event(name: &str) -> String {
 }
 
 fn basket() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_basket"))
+    support::basket::binary().to_path_buf()
 }
 
 /// `examples/progress.rs`, built here from this tree (a no-op when `cargo test` already built it).

@@ -37,12 +37,11 @@
 //!   the client goes on from whichever it was. A basket that cannot be read to settle it is
 //!   dropped from the check (counted as unsettled, not as lost).
 
-#[path = "support/dynamodb.rs"]
-mod dynamodb_support;
+mod support;
 
 use std::{
     collections::BTreeMap,
-    process::{Child, Command, Stdio},
+    process::{Child, Stdio},
     sync::{
         Arc, Mutex,
         atomic::{AtomicBool, AtomicUsize, Ordering},
@@ -57,6 +56,7 @@ use hyper_util::{
     rt::TokioExecutor,
 };
 use serde_json::{Value, json};
+use support::basket;
 
 const VERSION: &str = "2026-07-28";
 const SKUS: &[&str] = &["TEA-001", "MUG", "cake_2", "SPOON-9", "jam"];
@@ -96,45 +96,24 @@ impl Basket {
     }
 }
 
-async fn start(env: &[(String, String)], client: &Client<HttpConnector, Full<Bytes>>) -> Basket {
-    let addr = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_basket"));
-    for (name, _) in std::env::vars() {
-        if name.starts_with("MCP_") || name.starts_with("AWS_") {
-            command.env_remove(name);
-        }
-    }
-    let child = command
-        .env("MCP_BIND", addr.to_string())
-        .env(
-            "MCP_REQUEST_STATE_KEY",
-            "aw9C5Pf6gzD8Za8qaDXAJvlBHm0BKpbS1aXWFQoBUpE=",
-        )
-        .env("MCP_LOG", "error")
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("spawning the basket binary");
-    let basket = Basket {
+async fn start(env: &[(String, String)]) -> Basket {
+    let addr = basket::free_port();
+    let bind = addr.to_string();
+    let mut vars = vec![
+        ("MCP_BIND", bind.as_str()),
+        ("MCP_REQUEST_STATE_KEY", basket::REQUEST_STATE_KEY),
+        ("MCP_LOG", "error"),
+    ];
+    vars.extend(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let child = basket::spawn(basket::binary(), &vars, Stdio::null(), Stdio::inherit());
+    let mut started = Basket {
         child,
         url: format!("http://{addr}"),
     };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        let request = http::Request::get(format!("{}/healthz", basket.url))
-            .body(Full::new(Bytes::new()))
-            .unwrap();
-        if let Ok(r) = client.request(request).await
-            && r.status() == 200
-        {
-            return basket;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    match basket::wait_healthy(&mut started.child, addr, Duration::from_secs(60)).await {
+        basket::Ready::Healthy => started,
+        other => panic!("the basket binary did not become healthy: {other:?}"),
     }
-    panic!("the basket binary did not become healthy");
 }
 
 /// Judges a result.
@@ -724,7 +703,7 @@ async fn mixed_load_loses_nothing_and_memory_stays_flat() {
     let requests = env_usize("LOAD_REQUESTS", 2000);
     let rounds = env_usize("LOAD_ROUNDS", 1);
     let concurrency = env_usize("LOAD_CONCURRENCY", 64);
-    let endpoint = std::env::var(dynamodb_support::ENDPOINT_VAR)
+    let endpoint = std::env::var(support::dynamodb::ENDPOINT_VAR)
         .ok()
         .filter(|e| !e.trim().is_empty());
     let store = std::env::var("LOAD_STORE").unwrap_or_else(|_| {
@@ -740,15 +719,15 @@ async fn mixed_load_loses_nothing_and_memory_stays_flat() {
     match store.as_str() {
         "memory" => {}
         "dynamodb" => {
-            let endpoint = dynamodb_support::endpoint("the load test").expect(
+            let endpoint = support::dynamodb::endpoint("the load test").expect(
                 "LOAD_STORE=dynamodb needs MCP_TEST_DYNAMODB_ENDPOINT (scripts/dynamodb-tests.sh -- ...)",
             );
             let table = "mcp-handles-load";
-            let client = dynamodb_support::client(&endpoint, &dynamodb_support::timeouts()).await;
+            let client = support::dynamodb::client(&endpoint, &support::dynamodb::timeouts()).await;
             mcp_lambda::handles::DynamoDbHandleStore::create_table(&client, table)
                 .await
                 .expect("creating the load table from infra/handles-table.json");
-            env = dynamodb_support::basket_env(&endpoint, table);
+            env = support::dynamodb::basket_env(&endpoint, table);
             // DynamoDB Local under 64 clients answers in up to seconds, where DynamoDB answers
             // in milliseconds: past the read timeout the SDK retries writes that already
             // landed, and some answers are lost for good ("may or may not have been applied",
@@ -766,7 +745,7 @@ async fn mixed_load_loses_nothing_and_memory_stays_flat() {
     let client: Client<HttpConnector, Full<Bytes>> = Client::builder(TokioExecutor::new())
         .pool_max_idle_per_host(concurrency)
         .build(connector);
-    let basket = start(&env, &client).await;
+    let basket = start(&env).await;
     let load = Arc::new(Load {
         client,
         url: basket.url.clone(),

@@ -9,10 +9,12 @@
 //!   and open each other's state (signed list cursors), a secret's `AWSPREVIOUS` still
 //!   verifies, and a missing parameter stops start-up naming the variable.
 
+mod support;
+
 use std::collections::HashMap;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -22,17 +24,12 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{Client, connect::HttpConnector};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{Value, json};
+use support::basket::{Ready, free_port, spawn, wait_healthy};
 
 const VERSION: &str = "2026-07-28";
 
 fn b64(key: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(key)
-}
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
 }
 
 /// A server binary on a loopback port, killed when dropped.
@@ -59,45 +56,24 @@ impl Proc {
             std::process::id(),
             addr.port()
         ));
-        let mut command = Command::new(binary);
-        for (name, _) in std::env::vars() {
-            if name.starts_with("MCP_") || name.starts_with("AWS_") {
-                command.env_remove(name);
-            }
-        }
-        let child = command
-            .env("MCP_BIND", addr.to_string())
-            .env("MCP_LOG", "warn")
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawning {}: {e}", binary.display()));
+        let bind = addr.to_string();
+        let mut vars = vec![("MCP_BIND", bind.as_str()), ("MCP_LOG", "warn")];
+        vars.extend_from_slice(env);
+        let stderr = Stdio::from(std::fs::File::create(&log).unwrap());
+        let child = spawn(binary, &vars, Stdio::null(), stderr);
         let mut proc = Proc {
             child,
             addr,
             client: Client::builder(TokioExecutor::new()).build_http(),
         };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = proc.child.try_wait() {
-                let stderr = std::fs::read_to_string(&log).unwrap_or_default();
-                let _ = std::fs::remove_file(&log);
-                return Err(format!("exited with {status}: {stderr}"));
-            }
-            let request = http::Request::get(format!("http://{addr}/healthz"))
-                .body(Full::new(Bytes::new()))
-                .unwrap();
-            if let Ok(response) = proc.client.request(request).await
-                && response.status() == 200
-            {
-                let _ = std::fs::remove_file(&log);
-                return Ok(proc);
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        let ready = wait_healthy(&mut proc.child, addr, Duration::from_secs(20)).await;
+        let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+        let _ = std::fs::remove_file(&log);
+        match ready {
+            Ready::Healthy => Ok(proc),
+            Ready::Exited(status) => Err(format!("exited with {status}: {stderr}")),
+            Ready::Silent => panic!("{} did not serve within 20 s", binary.display()),
         }
-        panic!("{} did not serve within 20 s", binary.display());
     }
 
     /// One MCP 2026-07-28 request; the JSON-RPC response.
@@ -497,7 +473,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
         ]),
     )
     .await;
-    let basket = Path::new(env!("CARGO_BIN_EXE_basket"));
+    let basket = support::basket::binary();
     let aws_env = [
         ("AWS_ENDPOINT_URL_SSM", aws.url.as_str()),
         ("AWS_ENDPOINT_URL_SECRETS_MANAGER", aws.url.as_str()),

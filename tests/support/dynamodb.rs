@@ -3,7 +3,6 @@
 //! The endpoint comes from `MCP_TEST_DYNAMODB_ENDPOINT` (set by `scripts/dynamodb-tests.sh`,
 //! which starts DynamoDB Local on loopback). Without it the tests fail under CI (`CI=true`) and
 //! are skipped with a loud message elsewhere.
-#![allow(dead_code, unreachable_pub)]
 
 use std::time::Duration;
 

@@ -1,8 +1,10 @@
 //! The basket binary on a loopback port, driven over real HTTP with MCP
-//! 2026-07-28 requests, optionally as a bearer-token user.
+//! 2026-07-28 requests, optionally as a bearer-token user; and [`spawn`], the one
+//! way every test starts a server process, with a clean environment.
 
 use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -14,7 +16,69 @@ use serde_json::{Value, json};
 pub const VERSION: &str = "2026-07-28";
 
 /// A fixed test key, so the server does not generate one and warn about it.
-const REQUEST_STATE_KEY: &str = "aw9C5Pf6gzD8Za8qaDXAJvlBHm0BKpbS1aXWFQoBUpE=";
+pub const REQUEST_STATE_KEY: &str = "aw9C5Pf6gzD8Za8qaDXAJvlBHm0BKpbS1aXWFQoBUpE=";
+
+/// The basket binary cargo built for this test target.
+pub fn binary() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_basket"))
+}
+
+/// Starts `binary` (the basket, or an example built on this crate) with a clean environment:
+/// every `MCP_*` and `AWS_*` variable of the test's own environment is removed, so a shell or
+/// CI job cannot change what the process reads; then `env` is set in order (a later pair wins
+/// over an earlier one). Stdin is closed. Every test starts its servers here.
+pub fn spawn(binary: &Path, env: &[(&str, &str)], stdout: Stdio, stderr: Stdio) -> Child {
+    let mut command = Command::new(binary);
+    for (name, _) in std::env::vars_os() {
+        if name
+            .to_str()
+            .is_some_and(|name| name.starts_with("MCP_") || name.starts_with("AWS_"))
+        {
+            command.env_remove(name);
+        }
+    }
+    command
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning {}: {e}", binary.display()))
+}
+
+/// How a server process came up, as [`wait_healthy`] saw it.
+#[derive(Debug)]
+pub enum Ready {
+    /// `GET /healthz` answered 200.
+    Healthy,
+    /// The process exited first.
+    Exited(ExitStatus),
+    /// Neither, within the time allowed.
+    Silent,
+}
+
+/// Polls `http://{addr}/healthz` every 50 ms until it answers 200, `child` exits, or `within`
+/// has passed.
+pub async fn wait_healthy(child: &mut Child, addr: SocketAddr, within: Duration) -> Ready {
+    let client: Client<HttpConnector, Full<Bytes>> =
+        Client::builder(TokioExecutor::new()).build_http();
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Ready::Exited(status);
+        }
+        let request = http::Request::get(format!("http://{addr}/healthz"))
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        if let Ok(response) = client.request(request).await
+            && response.status() == 200
+        {
+            return Ready::Healthy;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ready::Silent
+}
 
 /// The basket binary, killed when dropped.
 pub struct Server {
@@ -39,51 +103,27 @@ impl Server {
         // The port is free when picked but could be taken before the child binds it: retry.
         for _ in 0..3 {
             let addr = free_port();
-            let mut command = Command::new(env!("CARGO_BIN_EXE_basket"));
-            for (name, _) in std::env::vars() {
-                if name.starts_with("MCP_") || name.starts_with("AWS_") {
-                    command.env_remove(name);
-                }
-            }
-            command
-                .env("MCP_BIND", addr.to_string())
-                .env("MCP_REQUEST_STATE_KEY", REQUEST_STATE_KEY)
-                .env("MCP_LOG", "warn")
-                .envs(env.iter().copied())
-                .stdin(Stdio::null())
-                .stdout(Stdio::null());
-            let child = command.spawn().expect("spawning the basket binary");
+            let bind = addr.to_string();
+            let mut vars = vec![
+                ("MCP_BIND", bind.as_str()),
+                ("MCP_REQUEST_STATE_KEY", REQUEST_STATE_KEY),
+                ("MCP_LOG", "warn"),
+            ];
+            vars.extend_from_slice(env);
+            let child = spawn(binary(), &vars, Stdio::null(), Stdio::inherit());
             let mut server = Server {
                 child,
                 addr,
                 client: client.clone(),
                 token: std::sync::Mutex::new(None),
             };
-            if server.wait_healthy().await {
-                return server;
+            match wait_healthy(&mut server.child, addr, Duration::from_secs(20)).await {
+                Ready::Healthy => return server,
+                Ready::Exited(status) => eprintln!("basket exited early with {status}"),
+                Ready::Silent => {}
             }
         }
         panic!("the basket binary did not become healthy on any of 3 ports");
-    }
-
-    async fn wait_healthy(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                eprintln!("basket exited early with {status}");
-                return false;
-            }
-            let request = http::Request::get(format!("http://{}/healthz", self.addr))
-                .body(Full::new(Bytes::new()))
-                .unwrap();
-            if let Ok(response) = self.client.request(request).await
-                && response.status() == 200
-            {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        false
     }
 
     /// Sends one MCP request and returns the JSON-RPC response.

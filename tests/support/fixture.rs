@@ -1,9 +1,5 @@
-//! Shared test helpers: a small MCP server and a request builder that calls
-//! the service in-process, exactly as the local server and Lambda do.
-#![allow(dead_code, unreachable_pub)]
-
-pub mod basket;
-pub mod jwt;
+//! A small MCP server (`Fixture`) and request builders that call the service
+//! in-process, exactly as the local server and Lambda do.
 
 use std::collections::HashMap;
 

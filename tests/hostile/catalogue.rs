@@ -1,568 +1,26 @@
-//! Hostile input over real HTTP: the basket binary on a loopback port, fed a
-//! named catalogue of malformed, oversized, duplicated and slow requests over
-//! raw TCP (so duplicate headers, non-ASCII bytes and broken framing reach the
-//! server exactly as written).
-//!
-//! Every case asserts the exact HTTP status and, where the answer is JSON-RPC,
-//! the exact code and the echoed `id`. No case may get a 5xx, a panic (the
-//! connection would drop) or a hang (every exchange has a deadline). Where
-//! neither the README table nor the spec fixes an answer, the case says which
-//! answer was chosen and why (`// silent:` comments).
-//!
-//! Figures: `cargo test --test hostile -- --nocapture` prints the number of
-//! cases run.
+//! The hostile catalogue: every named case, what it sends and the answer it
+//! must get. Where neither the README table nor the spec fixes an answer, the
+//! case says which answer was chosen and why (`// silent:` comments).
 
-mod common;
-
-use std::{
-    process::{Child, Command, Stdio},
-    sync::atomic::Ordering,
-    time::{Duration, Instant},
-};
-
-use common::{
-    basket::{Server, free_port},
-    jwt::{Issuer, TestKey, now},
-};
 use serde_json::{Value, json};
-use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    net::TcpStream,
-};
 
-const VERSION: &str = "2026-07-28";
-const META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
-/// The read timeout the catalogue servers run with (`MCP_READ_TIMEOUT_SECS`).
-const READ_TIMEOUT_SECS: u64 = 2;
-/// No single exchange may take longer than this.
-const HANG: Duration = Duration::from_secs(15);
+use crate::runner::*;
+use crate::support::jwt::{Issuer, TestKey, now};
+
 /// A well-formed basket id that names no basket.
-const NO_BASKET: &str = "00000000-0000-4000-8000-000000000000";
+pub const NO_BASKET: &str = "00000000-0000-4000-8000-000000000000";
+
+/// The audience the auth-on baskets are configured with.
+pub const AUDIENCE: &str = "https://basket.test/mcp";
+
+/// The secret a CloudFront distribution sends in `X-Origin-Secret`.
+pub const ORIGIN_SECRET: &str = "0123456789abcdef-from-cloudfront";
 
 // ---------------------------------------------------------------------------
-// Requests
+// Auth off
 // ---------------------------------------------------------------------------
 
-/// One HTTP/1.1 request, written byte for byte.
-#[derive(Clone)]
-struct Req {
-    method: String,
-    target: String,
-    headers: Vec<(String, Vec<u8>)>,
-    body: Vec<u8>,
-    /// Send these bytes instead (framing cases).
-    raw: Option<Vec<u8>>,
-    /// Add `Content-Length` (on unless a case frames the body itself).
-    length: bool,
-}
-
-impl Req {
-    fn new(method: &str, target: &str) -> Self {
-        Self {
-            method: method.into(),
-            target: target.into(),
-            headers: vec![("Host".into(), b"127.0.0.1".to_vec())],
-            body: Vec::new(),
-            raw: None,
-            length: true,
-        }
-    }
-
-    /// Replaces every `name` header with one `value`.
-    fn set(self, name: &str, value: &str) -> Self {
-        self.set_bytes(name, value.as_bytes())
-    }
-
-    fn set_bytes(mut self, name: &str, value: &[u8]) -> Self {
-        self.headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
-        self.headers.push((name.into(), value.to_vec()));
-        self
-    }
-
-    /// Adds one more `name` header.
-    fn add(mut self, name: &str, value: &str) -> Self {
-        self.headers.push((name.into(), value.as_bytes().to_vec()));
-        self
-    }
-
-    fn drop(mut self, name: &str) -> Self {
-        self.headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
-        self
-    }
-
-    fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
-        self.body = body.into();
-        self
-    }
-
-    fn method(mut self, method: &str) -> Self {
-        self.method = method.into();
-        self
-    }
-
-    fn target(mut self, target: &str) -> Self {
-        self.target = target.into();
-        self
-    }
-
-    fn unframed(mut self) -> Self {
-        self.length = false;
-        self
-    }
-
-    fn bytes(&self, close: bool) -> Vec<u8> {
-        if let Some(raw) = &self.raw {
-            return raw.clone();
-        }
-        let mut out = format!("{} {} HTTP/1.1\r\n", self.method, self.target).into_bytes();
-        for (k, v) in &self.headers {
-            out.extend_from_slice(k.as_bytes());
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(v);
-            out.extend_from_slice(b"\r\n");
-        }
-        if self.length {
-            out.extend_from_slice(format!("Content-Length: {}\r\n", self.body.len()).as_bytes());
-        }
-        if close {
-            out.extend_from_slice(b"Connection: close\r\n");
-        }
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(&self.body);
-        out
-    }
-}
-
-/// Literal bytes on the wire.
-fn raw(bytes: impl Into<Vec<u8>>) -> Req {
-    Req {
-        raw: Some(bytes.into()),
-        ..Req::new("POST", "/mcp")
-    }
-}
-
-/// A well-formed 2026-07-28 request: `params` gets the `_meta`, the headers
-/// copy the method and the name.
-fn rpc(method: &str, params: Value) -> Req {
-    rpc_with_id(json!(1), method, params)
-}
-
-fn rpc_with_id(id: Value, method: &str, mut params: Value) -> Req {
-    params["_meta"] = serde_json::from_str(META).unwrap();
-    let mut req = mcp_headers(method);
-    if let Some(name) = params
-        .get("name")
-        .or(params.get("uri"))
-        .and_then(Value::as_str)
-    {
-        req = req.set("Mcp-Name", name);
-    }
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    req.body(body.to_string())
-}
-
-/// POST /mcp with the headers of a modern `method` request and no body yet.
-fn mcp_headers(method: &str) -> Req {
-    Req::new("POST", "/mcp")
-        .set("Content-Type", "application/json")
-        .set("Accept", "application/json, text/event-stream")
-        .set("MCP-Protocol-Version", VERSION)
-        .set("Mcp-Method", method)
-}
-
-/// `tools/list` headers around any body.
-fn list_body(body: impl Into<Vec<u8>>) -> Req {
-    mcp_headers("tools/list").body(body)
-}
-
-/// A `tools/list` body with `params` (a JSON object's members, `_meta` added)
-/// and `extra` top-level members, written as text so keys may repeat.
-fn list_text(params: &str, extra: &str) -> String {
-    let params = if params.is_empty() {
-        format!(r#"{{"_meta":{META}}}"#)
-    } else {
-        format!(r#"{{"_meta":{META},{params}}}"#)
-    };
-    format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{params}{extra}}}"#)
-}
-
-/// A `tools/list` body whose `_meta` is exactly `meta`.
-fn list_meta(meta: &str) -> Req {
-    list_body(format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"_meta":{meta}}}}}"#
-    ))
-}
-
-/// A `tools/call` of `tool` with `arguments` given as JSON text.
-fn call_text(tool: &str, arguments: &str) -> Req {
-    mcp_headers("tools/call").set("Mcp-Name", tool).body(format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"_meta":{META},"name":"{tool}","arguments":{arguments}}}}}"#
-    ))
-}
-
-fn call(tool: &str, arguments: Value) -> Req {
-    rpc("tools/call", json!({"name": tool, "arguments": arguments}))
-}
-
-/// A request for a 2025-era client: no `_meta`, no MCP headers.
-fn legacy(body: Value) -> Req {
-    Req::new("POST", "/mcp")
-        .set("Content-Type", "application/json")
-        .body(body.to_string())
-}
-
-fn nested(depth: usize, open: &str, close: &str, core: &str) -> String {
-    format!("{}{core}{}", open.repeat(depth), close.repeat(depth))
-}
-
-// ---------------------------------------------------------------------------
-// Expected answers
-// ---------------------------------------------------------------------------
-
-#[derive(Debug, Clone)]
-enum Expect {
-    /// A JSON-RPC error: status, code, and the `id` echoed (`None`: absent).
-    Error {
-        status: u16,
-        code: i64,
-        id: Option<Value>,
-    },
-    /// 200 with a JSON-RPC result (not a tool error) for `id`.
-    Result(Value),
-    /// 200 with a tool result that has `isError: true`.
-    ToolError,
-    /// This status; the body is not JSON-RPC (plain text or empty).
-    Status(u16),
-    /// 401/403 with a `WWW-Authenticate: Bearer` challenge carrying `error`.
-    Challenge(u16, Option<&'static str>),
-    /// The server closes the connection without answering.
-    Closed,
-}
-
-fn err(status: u16, code: i64) -> Expect {
-    Expect::Error {
-        status,
-        code,
-        id: Some(json!(1)),
-    }
-}
-
-fn err_no_id(status: u16, code: i64) -> Expect {
-    Expect::Error {
-        status,
-        code,
-        id: None,
-    }
-}
-
-fn ok() -> Expect {
-    Expect::Result(json!(1))
-}
-
-struct Case {
-    name: &'static str,
-    req: Req,
-    expect: Expect,
-}
-
-fn case(name: &'static str, req: Req, expect: Expect) -> Case {
-    Case { name, req, expect }
-}
-
-// ---------------------------------------------------------------------------
-// The wire
-// ---------------------------------------------------------------------------
-
-#[derive(Debug)]
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn json(&self) -> Option<Value> {
-        serde_json::from_slice(&self.body).ok()
-    }
-
-    fn text(&self) -> String {
-        let text = String::from_utf8_lossy(&self.body);
-        text.chars().take(300).collect()
-    }
-}
-
-#[derive(Debug)]
-enum Outcome {
-    Replies(Vec<Reply>),
-    /// EOF (or reset) before any response byte.
-    Closed,
-    /// Nothing within the deadline.
-    Hung,
-}
-
-/// Writes `bytes` (concurrently with reading, so an early answer to a large
-/// body is not lost) and reads until the server closes.
-async fn exchange(addr: std::net::SocketAddr, bytes: Vec<u8>, deadline: Duration) -> Outcome {
-    let stream = TcpStream::connect(addr).await.expect("connect");
-    let (mut reader, mut writer) = stream.into_split();
-    let write = tokio::spawn(async move {
-        let _ = writer.write_all(&bytes).await;
-        // Keep the write half open: closing it would end the request early.
-        tokio::time::sleep(deadline).await;
-        drop(writer);
-    });
-    let mut received = Vec::new();
-    let read = tokio::time::timeout(deadline, async {
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            match reader.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => received.extend_from_slice(&buf[..n]),
-            }
-        }
-    })
-    .await;
-    write.abort();
-    if read.is_err() {
-        return Outcome::Hung;
-    }
-    if received.is_empty() {
-        return Outcome::Closed;
-    }
-    Outcome::Replies(parse_replies(&received))
-}
-
-/// Splits a byte stream into HTTP/1.1 responses, skipping 1xx interim ones.
-fn parse_replies(mut data: &[u8]) -> Vec<Reply> {
-    let mut replies = Vec::new();
-    while let Some(end) = find(data, b"\r\n\r\n") {
-        let head = String::from_utf8_lossy(&data[..end]).into_owned();
-        let mut lines = head.split("\r\n");
-        let status: u16 = lines
-            .next()
-            .and_then(|l| l.split(' ').nth(1))
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        let headers: Vec<(String, String)> = lines
-            .filter_map(|l| l.split_once(':'))
-            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-            .collect();
-        let mut rest = &data[end + 4..];
-        let get = |name: &str| {
-            headers
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v.clone())
-        };
-        let body = if (100..200).contains(&status) {
-            Vec::new()
-        } else if get("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
-            let mut body = Vec::new();
-            while let Some(line_end) = find(rest, b"\r\n") {
-                let size = usize::from_str_radix(
-                    String::from_utf8_lossy(&rest[..line_end])
-                        .split(';')
-                        .next()
-                        .unwrap()
-                        .trim(),
-                    16,
-                )
-                .unwrap_or(0);
-                rest = &rest[line_end + 2..];
-                if size == 0 {
-                    rest = &rest[find(rest, b"\r\n").map_or(rest.len(), |e| e + 2)..];
-                    break;
-                }
-                let take = size.min(rest.len());
-                body.extend_from_slice(&rest[..take]);
-                rest = &rest[(take + 2).min(rest.len())..];
-            }
-            body
-        } else if let Some(length) = get("content-length").and_then(|v| v.parse::<usize>().ok()) {
-            let take = length.min(rest.len());
-            let body = rest[..take].to_vec();
-            rest = &rest[take..];
-            body
-        } else {
-            let body = rest.to_vec();
-            rest = &[];
-            body
-        };
-        if !(100..200).contains(&status) {
-            replies.push(Reply {
-                status,
-                headers,
-                body,
-            });
-        }
-        data = rest;
-    }
-    replies
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-/// Sends one case and checks its answer; `Err` says what was wrong.
-async fn run(addr: std::net::SocketAddr, case: &Case) -> Result<(), String> {
-    let outcome = exchange(addr, case.req.bytes(true), HANG).await;
-    let reply = match (outcome, &case.expect) {
-        (Outcome::Hung, _) => return Err(format!("no answer within {HANG:?}")),
-        (Outcome::Closed, Expect::Closed) => return Ok(()),
-        (Outcome::Closed, _) => return Err("connection closed without an answer".into()),
-        (Outcome::Replies(replies), _) => {
-            let mut replies = replies.into_iter();
-            let reply = replies.next().ok_or("no parsable response")?;
-            if replies.next().is_some() {
-                return Err("more than one final response".into());
-            }
-            reply
-        }
-    };
-    if reply.status >= 500 {
-        return Err(format!("{} (5xx): {}", reply.status, reply.text()));
-    }
-    let status_is = |want: u16| {
-        if reply.status == want {
-            Ok(())
-        } else {
-            Err(format!(
-                "status {} (want {want}): {}",
-                reply.status,
-                reply.text()
-            ))
-        }
-    };
-    match &case.expect {
-        Expect::Closed => Err(format!("answered {}: {}", reply.status, reply.text())),
-        Expect::Status(want) => status_is(*want),
-        Expect::Error { status, code, id } => {
-            status_is(*status)?;
-            let body = reply
-                .json()
-                .ok_or_else(|| format!("not JSON: {}", reply.text()))?;
-            if !reply
-                .header("content-type")
-                .is_some_and(|v| v.starts_with("application/json"))
-            {
-                return Err(format!("content-type {:?}", reply.header("content-type")));
-            }
-            if body["jsonrpc"] != "2.0" || body.get("result").is_some() {
-                return Err(format!("not a JSON-RPC error: {body}"));
-            }
-            if body["error"]["code"] != *code {
-                return Err(format!(
-                    "code {} (want {code}): {body}",
-                    body["error"]["code"]
-                ));
-            }
-            if !body["error"]["message"].is_string() {
-                return Err(format!("no message: {body}"));
-            }
-            if body.get("id") != id.as_ref() {
-                return Err(format!("id {:?} (want {id:?})", body.get("id")));
-            }
-            Ok(())
-        }
-        Expect::Result(id) => {
-            status_is(200)?;
-            let body = reply
-                .json()
-                .ok_or_else(|| format!("not JSON: {}", reply.text()))?;
-            if body.get("error").is_some() || !body["result"].is_object() {
-                return Err(format!("not a result: {}", reply.text()));
-            }
-            if body["result"]["isError"] == true {
-                return Err(format!("a tool error: {}", reply.text()));
-            }
-            if body["id"] != *id {
-                return Err(format!("id {} (want {id})", body["id"]));
-            }
-            Ok(())
-        }
-        Expect::ToolError => {
-            status_is(200)?;
-            let body = reply
-                .json()
-                .ok_or_else(|| format!("not JSON: {}", reply.text()))?;
-            if body["result"]["isError"] != true {
-                return Err(format!("not a tool error: {}", reply.text()));
-            }
-            Ok(())
-        }
-        Expect::Challenge(want, error) => {
-            status_is(*want)?;
-            let challenge = reply
-                .header("www-authenticate")
-                .ok_or("no WWW-Authenticate")?;
-            if !challenge.starts_with("Bearer ") || !challenge.contains("resource_metadata=") {
-                return Err(format!("challenge {challenge:?}"));
-            }
-            match error {
-                Some(e) if !challenge.contains(&format!("error=\"{e}\"")) => {
-                    Err(format!("challenge {challenge:?} lacks error={e}"))
-                }
-                None if challenge.contains("error=") => {
-                    Err(format!("challenge {challenge:?} has an error"))
-                }
-                _ => Ok(()),
-            }
-        }
-    }
-}
-
-/// Runs a table; fails listing every case that did not answer as expected.
-async fn run_table(addr: std::net::SocketAddr, table: &[Case]) -> usize {
-    let mut names = std::collections::HashSet::new();
-    let mut failures = Vec::new();
-    for case in table {
-        assert!(names.insert(case.name), "case name {} repeats", case.name);
-        if let Err(why) = run(addr, case).await {
-            failures.push(format!("  {}: {why}", case.name));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} hostile cases failed:\n{}",
-        failures.len(),
-        table.len(),
-        failures.join("\n")
-    );
-    table.len()
-}
-
-async fn still_serving(addr: std::net::SocketAddr) {
-    let outcome = exchange(addr, rpc("tools/list", json!({})).bytes(true), HANG).await;
-    match outcome {
-        Outcome::Replies(r) if r[0].status == 200 => {}
-        other => panic!("the server no longer answers a good request: {other:?}"),
-    }
-}
-
-async fn catalogue_server(extra: &[(&str, &str)]) -> Server {
-    let timeout = READ_TIMEOUT_SECS.to_string();
-    let mut env = vec![
-        ("MCP_READ_TIMEOUT_SECS", timeout.as_str()),
-        ("MCP_PAGE_SIZE", "2"),
-        ("MCP_LOG", "error"),
-    ];
-    env.extend_from_slice(extra);
-    Server::start(&env).await
-}
-
-// ---------------------------------------------------------------------------
-// The catalogue (auth off)
-// ---------------------------------------------------------------------------
-
-fn envelope_cases() -> Vec<Case> {
+pub fn envelope_cases() -> Vec<Case> {
     let big_id = "i".repeat(10_000);
     vec![
         // Bodies that are not JSON: 400, -32700, no id.
@@ -644,7 +102,7 @@ fn envelope_cases() -> Vec<Case> {
     ]
 }
 
-fn meta_cases() -> Vec<Case> {
+pub fn meta_cases() -> Vec<Case> {
     let v = "io.modelcontextprotocol/protocolVersion";
     let c = "io.modelcontextprotocol/clientCapabilities";
     let long = "9".repeat(10_000);
@@ -792,7 +250,7 @@ fn meta_cases() -> Vec<Case> {
     ]
 }
 
-fn header_cases() -> Vec<Case> {
+pub fn header_cases() -> Vec<Case> {
     let create = || call("create_basket", json!({}));
     let cafe = || call("café", json!({})).drop("Mcp-Name");
     vec![
@@ -1108,7 +566,7 @@ fn header_cases() -> Vec<Case> {
     ]
 }
 
-fn size_and_params_cases() -> Vec<Case> {
+pub fn size_and_params_cases() -> Vec<Case> {
     let limit = 1024 * 1024;
     let over = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"_meta":{META},"x":"{}"}}}}"#,
@@ -1162,7 +620,7 @@ fn size_and_params_cases() -> Vec<Case> {
     ]
 }
 
-fn method_and_path_cases() -> Vec<Case> {
+pub fn method_and_path_cases() -> Vec<Case> {
     let r = |m: &str, p: &str| Req::new(m, p);
     vec![
         case("server/discover", rpc("server/discover", json!({})), ok()),
@@ -1205,7 +663,7 @@ fn method_and_path_cases() -> Vec<Case> {
     ]
 }
 
-fn framing_cases() -> Vec<Case> {
+pub fn framing_cases() -> Vec<Case> {
     let good = list_text("", "");
     vec![
         case("TLS ClientHello", raw(b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03".to_vec()), Expect::Status(400)),
@@ -1224,256 +682,14 @@ fn framing_cases() -> Vec<Case> {
     ]
 }
 
-#[tokio::test]
-async fn the_hostile_catalogue_gets_exact_answers_and_no_5xx_panic_or_hang() {
-    let server = catalogue_server(&[]).await;
-    let mut table = Vec::new();
-    table.extend(envelope_cases());
-    table.extend(meta_cases());
-    table.extend(header_cases());
-    table.extend(size_and_params_cases());
-    table.extend(method_and_path_cases());
-    table.extend(framing_cases());
-    let count = run_table(server.addr, &table).await;
-    still_serving(server.addr).await;
-    println!("hostile catalogue: {count} cases passed");
-    assert!(count >= 80, "the catalogue shrank to {count} cases");
-}
-
 // ---------------------------------------------------------------------------
-// Cases that need state, a connection kept open, or time
+// Auth on: hostile tokens
 // ---------------------------------------------------------------------------
 
-#[tokio::test]
-async fn a_tampered_cursor_is_invalid_and_a_real_one_pages_on() {
-    let server = catalogue_server(&[]).await;
-    let first = server.rpc("tools/list", None, json!({})).await;
-    let cursor = first["result"]["nextCursor"]
-        .as_str()
-        .expect("page size 2 leaves more tools")
-        .to_string();
-    let second = server
-        .rpc("tools/list", None, json!({"cursor": cursor}))
-        .await;
-    assert!(second["result"]["tools"].is_array(), "{second}");
-    let mut tampered = cursor.clone().into_bytes();
-    let last = tampered.len() - 2;
-    tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
-    for bad in [
-        String::from_utf8(tampered).unwrap(),
-        format!("{cursor}x"),
-        cursor[1..].to_string(),
-    ] {
-        let answer = server.rpc("tools/list", None, json!({"cursor": bad})).await;
-        assert_eq!(answer["error"]["code"], -32602, "{bad}: {answer}");
-    }
-}
-
-#[tokio::test]
-async fn keep_alive_connections_survive_refusals_and_pipelining() {
-    let server = catalogue_server(&[]).await;
-    let mut bytes = list_body("{not json").bytes(false);
-    bytes.extend(
-        rpc("tools/list", json!({}))
-            .set("Host", "evil.example.com")
-            .bytes(false),
-    );
-    bytes.extend(rpc("ping", json!({})).bytes(false));
-    bytes.extend(rpc_with_id(json!("last"), "tools/list", json!({})).bytes(true));
-    let Outcome::Replies(replies) = exchange(server.addr, bytes, HANG).await else {
-        panic!("no answers");
-    };
-    let statuses: Vec<u16> = replies.iter().map(|r| r.status).collect();
-    assert_eq!(
-        statuses,
-        [400, 403, 404, 200],
-        "four pipelined requests, four answers in order"
-    );
-    assert_eq!(replies[3].json().unwrap()["id"], "last");
-}
-
-/// Opens a connection and writes `bytes`, then leaves it open.
-async fn dangle(addr: std::net::SocketAddr, bytes: &[u8]) -> (TcpStream, Instant) {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    let since = Instant::now();
-    stream.write_all(bytes).await.unwrap();
-    (stream, since)
-}
-
-/// Reads until the server closes; returns what came and how long after `since`.
-async fn wait_closed((stream, since): &mut (TcpStream, Instant)) -> (Vec<u8>, Duration) {
-    let start = *since;
-    let mut received = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        match tokio::time::timeout(HANG, stream.read(&mut buf)).await {
-            Err(_) => panic!("the server kept a slow connection open for {HANG:?}"),
-            Ok(Ok(0)) | Ok(Err(_)) => break,
-            Ok(Ok(n)) => received.extend_from_slice(&buf[..n]),
-        }
-    }
-    (received, start.elapsed())
-}
-
-fn within_read_timeout(elapsed: Duration) {
-    let timeout = Duration::from_secs(READ_TIMEOUT_SECS);
-    assert!(
-        elapsed >= timeout - Duration::from_millis(300)
-            && elapsed <= timeout + Duration::from_secs(3),
-        "cut off after {elapsed:?}, the read timeout is {timeout:?}"
-    );
-}
-
-#[tokio::test]
-async fn slowloris_heads_are_cut_off_at_the_read_timeout() {
-    let server = catalogue_server(&[]).await;
-    let mut stream = dangle(
-        server.addr,
-        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl",
-    )
-    .await;
-    let (received, elapsed) = wait_closed(&mut stream).await;
-    // hyper closes a connection whose head did not arrive; there is no request to answer.
-    assert!(
-        received.is_empty() || received.starts_with(b"HTTP/1.1 408"),
-        "{:?}",
-        String::from_utf8_lossy(&received)
-    );
-    within_read_timeout(elapsed);
-}
-
-#[tokio::test]
-async fn slow_and_trickled_bodies_get_408() {
-    let server = catalogue_server(&[]).await;
-    // Stalled: the head promises 100 bytes, two arrive.
-    let mut stalled = dangle(
-        server.addr,
-        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{}",
-    )
-    .await;
-    // Trickled: one byte every 200 ms would take 200 s.
-    let (mut trickled, trickle_start) = dangle(
-        server.addr,
-        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n",
-    )
-    .await;
-    let (mut reader, mut writer) = trickled.split();
-    let trickle = async {
-        for _ in 0..100 {
-            if writer.write_all(b" ").await.is_err() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    };
-    let read = async {
-        let start = trickle_start;
-        let mut received = Vec::new();
-        let mut buf = [0u8; 4096];
-        loop {
-            match tokio::time::timeout(HANG, reader.read(&mut buf)).await {
-                Err(_) => panic!("trickled body held the connection for {HANG:?}"),
-                Ok(Ok(0)) | Ok(Err(_)) => break,
-                Ok(Ok(n)) => received.extend_from_slice(&buf[..n]),
-            }
-        }
-        (received, start.elapsed())
-    };
-    let ((trickled_reply, trickled_elapsed), ()) = tokio::select! {
-        r = read => (r, ()),
-        () = trickle => panic!("the trickle finished before the server gave up"),
-    };
-    let (stalled_reply, stalled_elapsed) = wait_closed(&mut stalled).await;
-    for (what, reply, elapsed) in [
-        ("stalled", stalled_reply, stalled_elapsed),
-        ("trickled", trickled_reply, trickled_elapsed),
-    ] {
-        let replies = parse_replies(&reply);
-        assert_eq!(
-            replies.len(),
-            1,
-            "{what}: {:?}",
-            String::from_utf8_lossy(&reply)
-        );
-        assert_eq!(replies[0].status, 408, "{what}: {}", replies[0].text());
-        assert_eq!(
-            replies[0].json().unwrap()["error"]["code"],
-            -32600,
-            "{what}"
-        );
-        assert_eq!(replies[0].header("connection"), Some("close"), "{what}");
-        within_read_timeout(elapsed);
-    }
-}
-
-#[tokio::test]
-async fn idle_keep_alive_connections_are_closed() {
-    let server = catalogue_server(&[]).await;
-    let mut stream = dangle(
-        server.addr,
-        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
-    )
-    .await;
-    let (received, elapsed) = wait_closed(&mut stream).await;
-    assert!(
-        received.starts_with(b"HTTP/1.1 200"),
-        "{:?}",
-        String::from_utf8_lossy(&received)
-    );
-    within_read_timeout(elapsed);
-}
-
-#[tokio::test]
-async fn five_hundred_slowloris_connections_do_not_starve_real_clients() {
-    let server = catalogue_server(&[]).await;
-    let mut dangling = Vec::new();
-    for i in 0..500 {
-        let bytes: &[u8] = if i % 2 == 0 {
-            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        } else {
-            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"
-        };
-        dangling.push(dangle(server.addr, bytes).await);
-    }
-    // Real requests are answered at once while the slow ones wait.
-    for _ in 0..20 {
-        let start = Instant::now();
-        still_serving(server.addr).await;
-        assert!(
-            start.elapsed() < Duration::from_secs(2),
-            "a good request took {:?}",
-            start.elapsed()
-        );
-    }
-    // And the slow ones are all gone after the read timeout.
-    let start = Instant::now();
-    for stream in &mut dangling {
-        let _ = wait_closed(stream).await;
-    }
-    assert!(
-        start.elapsed() < Duration::from_secs(READ_TIMEOUT_SECS + 5),
-        "500 slow connections lingered {:?}",
-        start.elapsed()
-    );
-    still_serving(server.addr).await;
-}
-
-// ---------------------------------------------------------------------------
-// Auth on: hostile tokens over HTTP, and the issuer going down
-// ---------------------------------------------------------------------------
-
-const AUDIENCE: &str = "https://basket.test/mcp";
-
-#[tokio::test]
-async fn hostile_tokens_are_refused_with_a_challenge() {
-    let key = TestKey::p256("k1");
-    let stranger = TestKey::p256("k1");
-    let issuer = Issuer::start(&[&key]).await;
-    let server = catalogue_server(&[
-        ("MCP_AUTH_ISSUER", issuer.url.as_str()),
-        ("MCP_AUTH_AUDIENCE", AUDIENCE),
-    ])
-    .await;
+/// Tokens over HTTP against a basket whose issuer holds `key`: missing,
+/// malformed, forged, signed by `stranger` (another key with the same `kid`),
+/// for another audience or issuer, expired; and the one good token.
+pub fn token_cases(issuer: &Issuer, key: &TestKey, stranger: &TestKey) -> Vec<Case> {
     let good = key.sign(&issuer.claims(AUDIENCE, "alice", ""));
     let claims = |f: &dyn Fn(&mut Value)| {
         let mut c = issuer.claims(AUDIENCE, "alice", "");
@@ -1497,7 +713,7 @@ async fn hostile_tokens_are_refused_with_a_challenge() {
     );
     let bearer =
         |t: &str| call("create_basket", json!({})).set("Authorization", &format!("Bearer {t}"));
-    let table = vec![
+    vec![
         case(
             "no token",
             call("create_basket", json!({})),
@@ -1598,138 +814,17 @@ async fn hostile_tokens_are_refused_with_a_challenge() {
             list_body("{not json"),
             err_no_id(400, -32700),
         ),
-    ];
-    let count = run_table(server.addr, &table).await;
-    println!("hostile tokens: {count} cases passed");
-}
-
-#[tokio::test]
-async fn a_warm_basket_keeps_verifying_while_the_issuer_is_down() {
-    let key = TestKey::p256("k1");
-    let issuer = Issuer::start(&[&key]).await;
-    let server = catalogue_server(&[
-        ("MCP_AUTH_ISSUER", issuer.url.as_str()),
-        ("MCP_AUTH_AUDIENCE", AUDIENCE),
-        ("MCP_AUTH_JWKS_MIN_REFRESH_SECS", "0"),
-    ])
-    .await;
-    let token = |who: &str| key.sign(&issuer.claims(AUDIENCE, who, ""));
-    *server.token.lock().unwrap() = Some(token("alice"));
-    let basket = server.ok("create_basket", json!({})).await["basket_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let fetched = issuer.fetches();
-    assert!(fetched >= 1, "the JWKS was fetched at start-up");
-
-    issuer.down.store(true, Ordering::SeqCst);
-    // Fresh tokens from the same key, for old and new subjects, keep working.
-    for who in ["alice", "bob", "carol"] {
-        *server.token.lock().unwrap() = Some(token(who));
-        server.ok("create_basket", json!({})).await;
-    }
-    *server.token.lock().unwrap() = Some(token("alice"));
-    server
-        .ok(
-            "add_item",
-            json!({"basket_id": basket, "sku": "TEA", "quantity": 1}),
-        )
-        .await;
-    // A burst, concurrently, all verified from the cache.
-    let calls = (0..32).map(|_| server.ok("view_basket", json!({"basket_id": basket})));
-    futures::future::join_all(calls).await;
-
-    // A token from a key the cache does not know: a refetch is tried, fails fast, and it is refused.
-    let rotated = TestKey::p256("k2");
-    let start = Instant::now();
-    let answer = exchange(
-        server.addr,
-        call("create_basket", json!({}))
-            .set(
-                "Authorization",
-                &format!(
-                    "Bearer {}",
-                    rotated.sign(&issuer.claims(AUDIENCE, "alice", ""))
-                ),
-            )
-            .bytes(true),
-        HANG,
-    )
-    .await;
-    let Outcome::Replies(replies) = answer else {
-        panic!("{answer:?}")
-    };
-    assert_eq!(replies[0].status, 401);
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "refusal took {:?}",
-        start.elapsed()
-    );
-    // ... and the cached key still verifies afterwards.
-    server.ok("view_basket", json!({"basket_id": basket})).await;
-
-    // The issuer comes back with the rotated key: it is picked up.
-    issuer.set_keys(&[&key, &rotated]);
-    issuer.down.store(false, Ordering::SeqCst);
-    *server.token.lock().unwrap() = Some(rotated.sign(&issuer.claims(AUDIENCE, "alice", "")));
-    server.ok("view_basket", json!({"basket_id": basket})).await;
+    ]
 }
 
 // ---------------------------------------------------------------------------
-// CloudFront origin protection: the secret header, over HTTP
+// CloudFront origin protection: the secret header
 // ---------------------------------------------------------------------------
 
-/// The basket binary with `env`, ready once it answers anything (its /healthz
-/// needs the secret too).
-struct Bare {
-    child: Child,
-    addr: std::net::SocketAddr,
-}
-
-impl Drop for Bare {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn bare(env: &[(&str, &str)]) -> Bare {
-    let addr = free_port();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_basket"));
-    for (name, _) in std::env::vars() {
-        if name.starts_with("MCP_") || name.starts_with("AWS_") {
-            command.env_remove(name);
-        }
-    }
-    let child = command
-        .env("MCP_BIND", addr.to_string())
-        .env("MCP_LOG", "error")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("spawning the basket binary");
-    let server = Bare { child, addr };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if TcpStream::connect(addr).await.is_ok() {
-            return server;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the basket binary did not listen on {addr}");
-}
-
-#[tokio::test]
-async fn without_the_cdn_secret_every_path_is_403() {
-    const SECRET: &str = "0123456789abcdef-from-cloudfront";
-    let server = bare(&[
-        ("MCP_ORIGIN_SECRET", SECRET),
-        ("MCP_READ_TIMEOUT_SECS", "2"),
-    ])
-    .await;
-    let with = |r: Req| r.set("X-Origin-Secret", SECRET);
-    let table = vec![
+/// Requests with and without [`ORIGIN_SECRET`] against a basket that requires it.
+pub fn origin_secret_cases() -> Vec<Case> {
+    let with = |r: Req| r.set("X-Origin-Secret", ORIGIN_SECRET);
+    vec![
         case(
             "no secret",
             rpc("tools/list", json!({})),
@@ -1752,17 +847,17 @@ async fn without_the_cdn_secret_every_path_is_403() {
         ),
         case(
             "secret prefix",
-            rpc("tools/list", json!({})).set("X-Origin-Secret", &SECRET[..16]),
+            rpc("tools/list", json!({})).set("X-Origin-Secret", &ORIGIN_SECRET[..16]),
             Expect::Status(403),
         ),
         case(
             "secret with more after it",
-            rpc("tools/list", json!({})).set("X-Origin-Secret", &format!("{SECRET}x")),
+            rpc("tools/list", json!({})).set("X-Origin-Secret", &format!("{ORIGIN_SECRET}x")),
             Expect::Status(403),
         ),
         case(
             "secret repeated",
-            with(rpc("tools/list", json!({}))).add("X-Origin-Secret", SECRET),
+            with(rpc("tools/list", json!({}))).add("X-Origin-Secret", ORIGIN_SECRET),
             Expect::Status(403),
         ),
         case(
@@ -1772,13 +867,13 @@ async fn without_the_cdn_secret_every_path_is_403() {
         ),
         case(
             "secret in another header",
-            rpc("tools/list", json!({})).set("X-Origin-Secrets", SECRET),
+            rpc("tools/list", json!({})).set("X-Origin-Secrets", ORIGIN_SECRET),
             Expect::Status(403),
         ),
         case("the secret", with(rpc("tools/list", json!({}))), ok()),
         case(
             "the secret, header name in upper case",
-            rpc("tools/list", json!({})).set("X-ORIGIN-SECRET", SECRET),
+            rpc("tools/list", json!({})).set("X-ORIGIN-SECRET", ORIGIN_SECRET),
             ok(),
         ),
         case(
@@ -1786,63 +881,5 @@ async fn without_the_cdn_secret_every_path_is_403() {
             with(Req::new("GET", "/healthz")),
             Expect::Status(200),
         ),
-    ];
-    let count = run_table(server.addr, &table).await;
-    println!("origin secret: {count} cases passed");
-}
-
-// ---------------------------------------------------------------------------
-// The catalogue as the fuzzer's seed corpus
-// ---------------------------------------------------------------------------
-
-/// With `HOSTILE_SEEDS_DIR` set, writes every catalogue case (and each body
-/// again with the fuzzer's header-helper flags) in the input format of
-/// `fuzz/fuzz_targets/request.rs`; `scripts/fuzz.sh --seeds` runs it. Without
-/// the variable it only checks that every case can be written.
-#[test]
-fn export_fuzz_seeds() {
-    let dir = std::env::var_os("HOSTILE_SEEDS_DIR").map(std::path::PathBuf::from);
-    let mut cases = Vec::new();
-    cases.extend(envelope_cases());
-    cases.extend(meta_cases());
-    cases.extend(header_cases());
-    cases.extend(size_and_params_cases());
-    cases.extend(method_and_path_cases());
-    let mut written = 0;
-    for case in cases
-        .iter()
-        .filter(|c| c.req.raw.is_none() && c.req.body.len() <= 16 * 1024)
-    {
-        let req = &case.req;
-        let mut exact = vec![0u8];
-        exact.extend(format!(":method {}\n:path {}\n", req.method, req.target).into_bytes());
-        for (k, v) in &req.headers {
-            exact.extend_from_slice(k.as_bytes());
-            exact.extend_from_slice(b": ");
-            exact.extend_from_slice(v);
-            exact.push(b'\n');
-        }
-        exact.push(b'\n');
-        exact.extend_from_slice(&req.body);
-        let mut helped = vec![0x3f];
-        helped.extend_from_slice(&req.body);
-        let slug: String = case
-            .name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_lowercase()
-                } else {
-                    '-'
-                }
-            })
-            .collect();
-        if let Some(dir) = &dir {
-            std::fs::create_dir_all(dir).unwrap();
-            std::fs::write(dir.join(format!("hostile-{slug}")), &exact).unwrap();
-            std::fs::write(dir.join(format!("hostile-{slug}-helped")), &helped).unwrap();
-        }
-        written += 1;
-    }
-    assert!(written >= 80, "only {written} seeds");
+    ]
 }
