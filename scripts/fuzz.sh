@@ -7,7 +7,7 @@
 #   scripts/fuzz.sh [SECONDS]    the long run (default 3600 s) with AddressSanitizer
 #   scripts/fuzz.sh --seeds      rewrites fuzz/seeds/request/ from the hostile catalogue
 #
-# Seeds: fuzz/seeds/request/ (the tests/hostile.rs catalogue, committed) plus the HTTP
+# Seeds: fuzz/seeds/request/ (the tests/hostile/catalogue.rs cases, committed) plus the HTTP
 # requests inside events/*.json (converted at each run). New inputs go to
 # $MCP_WORK/fuzz/corpus/request (kept between runs), crashes to $MCP_WORK/fuzz/artifacts/.
 # Reproduce a crash: scripts/fuzz.sh --repro <artifact file>
