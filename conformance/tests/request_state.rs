@@ -1,17 +1,20 @@
-//! The shared request-state key across server processes (as across Lambda instances).
+//! The shared request-state key across server processes (as across Lambda instances), with the
+//! conformance fixture server (this package's `conformance` binary, which cargo builds before
+//! these tests) started as separate processes.
 //!
-//! - MRTR `requestState` sealed by one conformance-fixture process opens in a second process
-//!   with the same key, is refused by one with a different key, and still opens after a
-//!   rotation (new key signs, the old one in `MCP_REQUEST_STATE_KEY_PREVIOUS` verifies).
+//! - MRTR `requestState` sealed by one fixture process opens in a second process with the same
+//!   key, is refused by one with a different key, and still opens after a rotation (new key
+//!   signs, the old one in `MCP_REQUEST_STATE_KEY_PREVIOUS` verifies).
 //! - Keys kept in SSM Parameter Store and Secrets Manager are fetched once at start-up by
-//!   `Config::load` (the basket) with SigV4-signed calls, checked here by a loopback stand-in
-//!   that verifies every signature; a key fetched from SSM and the same key given inline seal
-//!   and open each other's state (signed list cursors), a secret's `AWSPREVIOUS` still
-//!   verifies, and a missing parameter stops start-up naming the variable.
+//!   `Config::load` (the fixture's `main` calls it, as the basket's does) with SigV4-signed
+//!   calls, checked here by a loopback stand-in that verifies every signature; a key fetched
+//!   from SSM and the same key given inline seal and open each other's state (signed list
+//!   cursors), a secret's `AWSPREVIOUS` still verifies, and a missing parameter stops start-up
+//!   naming the variable.
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -130,19 +133,8 @@ impl Proc {
     }
 }
 
-/// `target/<profile>/examples/conformance`, next to this test's `deps/` folder.
-fn conformance_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
-    let binary = profile_dir.join("examples").join("conformance");
-    assert!(
-        binary.exists(),
-        "{} is missing: `cargo test --all-targets` builds it (or run `cargo build --example \
-         conformance` before `cargo test --test request_state`)",
-        binary.display()
-    );
-    binary
-}
+/// The fixture server, built by cargo for this package's integration tests.
+const CONFORMANCE: &str = env!("CARGO_BIN_EXE_conformance");
 
 const MRTR_TOOL: &str = "test_input_required_result_request_state";
 
@@ -189,22 +181,22 @@ fn completed(response: &Value) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_state_sealed_by_one_process_opens_in_another_with_the_same_key_only() {
-    let binary = conformance_binary();
+    let binary = Path::new(CONFORMANCE);
     let (key_a, key_b) = (b64(&[0xA1; 32]), b64(&[0xB2; 32]));
 
-    let first = Proc::start(&binary, &[("MCP_REQUEST_STATE_KEY", &key_a)])
+    let first = Proc::start(binary, &[("MCP_REQUEST_STATE_KEY", &key_a)])
         .await
         .unwrap();
     let state = round_one(&first).await;
     drop(first);
 
-    let same_key = Proc::start(&binary, &[("MCP_REQUEST_STATE_KEY", &key_a)])
+    let same_key = Proc::start(binary, &[("MCP_REQUEST_STATE_KEY", &key_a)])
         .await
         .unwrap();
     let answer = round_two(&same_key, &state).await;
     assert!(completed(&answer), "same key, other process: {answer}");
 
-    let other_key = Proc::start(&binary, &[("MCP_REQUEST_STATE_KEY", &key_b)])
+    let other_key = Proc::start(binary, &[("MCP_REQUEST_STATE_KEY", &key_b)])
         .await
         .unwrap();
     let answer = round_two(&other_key, &state).await;
@@ -219,7 +211,7 @@ async fn request_state_sealed_by_one_process_opens_in_another_with_the_same_key_
 
     // Rotation: B signs now, A still verifies what was sealed before.
     let rotated = Proc::start(
-        &binary,
+        binary,
         &[
             ("MCP_REQUEST_STATE_KEY", &key_b),
             ("MCP_REQUEST_STATE_KEY_PREVIOUS", &key_a),
@@ -462,7 +454,8 @@ fn parse_amz_date(text: &str) -> Option<SystemTime> {
     Some(UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).ok()?))
 }
 
-/// `tools/list` on the basket: `Ok(next cursor)` or `Err(JSON-RPC error code)`.
+/// `tools/list`, paged by mcp-lambda with signed cursors: `Ok(next cursor)` or
+/// `Err(JSON-RPC error code)`.
 async fn tools_page(server: &Proc, cursor: Option<&str>) -> Result<Option<String>, i64> {
     let params = match cursor {
         Some(cursor) => json!({ "cursor": cursor }),
@@ -497,7 +490,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
         ]),
     )
     .await;
-    let basket = Path::new(env!("CARGO_BIN_EXE_basket"));
+    let server = Path::new(CONFORMANCE);
     let aws_env = [
         ("AWS_ENDPOINT_URL_SSM", aws.url.as_str()),
         ("AWS_ENDPOINT_URL_SECRETS_MANAGER", aws.url.as_str()),
@@ -516,7 +509,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
 
     // From SSM: one signed call at start-up.
     let ssm_a = Proc::start(
-        basket,
+        server,
         &with(&[("MCP_REQUEST_STATE_KEY_SSM_PARAMETER", "/mcp/key-a")]),
     )
     .await
@@ -531,7 +524,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
     // The same key given inline opens it: every instance shares the key.
     let inline_a = b64(&key_a);
     let inline = Proc::start(
-        basket,
+        server,
         &join(&aws_env, &[("MCP_REQUEST_STATE_KEY", &inline_a)]),
     )
     .await
@@ -540,7 +533,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
 
     // Another key refuses it.
     let ssm_b = Proc::start(
-        basket,
+        server,
         &with(&[("MCP_REQUEST_STATE_KEY_SSM_PARAMETER", "/mcp/key-b")]),
     )
     .await
@@ -548,7 +541,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
     assert_eq!(tools_page(&ssm_b, Some(&cursor_a)).await, Err(-32602));
 
     // Secrets Manager after a rotation: AWSCURRENT (B) signs, AWSPREVIOUS (A) still verifies.
-    let rotated = Proc::start(basket, &with(&[("MCP_REQUEST_STATE_KEY", secret)]))
+    let rotated = Proc::start(server, &with(&[("MCP_REQUEST_STATE_KEY", secret)]))
         .await
         .unwrap();
     assert!(tools_page(&rotated, Some(&cursor_a)).await.is_ok());
@@ -557,7 +550,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
     assert_eq!(tools_page(&ssm_a, Some(&cursor_b)).await, Err(-32602));
 
     // A secret never rotated has no AWSPREVIOUS: skipped, not an error.
-    let fresh = Proc::start(basket, &with(&[("MCP_REQUEST_STATE_KEY", fresh_secret)]))
+    let fresh = Proc::start(server, &with(&[("MCP_REQUEST_STATE_KEY", fresh_secret)]))
         .await
         .unwrap();
     assert!(tools_page(&fresh, Some(&cursor_a)).await.is_ok());
@@ -580,7 +573,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
         ("/mcp/not-a-key", "base64"),
     ] {
         let err = Proc::start(
-            basket,
+            server,
             &with(&[("MCP_REQUEST_STATE_KEY_SSM_PARAMETER", parameter)]),
         )
         .await
@@ -594,7 +587,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
     let mut wrong = with(&[("MCP_REQUEST_STATE_KEY_SSM_PARAMETER", "/mcp/key-a")]);
     wrong.retain(|(k, _)| *k != "AWS_SECRET_ACCESS_KEY");
     wrong.push(("AWS_SECRET_ACCESS_KEY", "not-the-secret"));
-    let err = Proc::start(basket, &wrong).await.err().unwrap();
+    let err = Proc::start(server, &wrong).await.err().unwrap();
     assert!(err.contains("SignatureDoesNotMatch"), "{err}");
 
     // An endpoint that does not answer fails start-up within the operation timeout.
@@ -606,7 +599,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
     away.retain(|(k, _)| *k != "AWS_ENDPOINT_URL_SSM");
     away.push(("AWS_ENDPOINT_URL_SSM", &nowhere));
     let started = Instant::now();
-    let err = Proc::start(basket, &away).await.err().unwrap();
+    let err = Proc::start(server, &away).await.err().unwrap();
     assert!(err.contains("MCP_REQUEST_STATE_KEY_SSM_PARAMETER"), "{err}");
     assert!(
         started.elapsed() < Duration::from_secs(5),
