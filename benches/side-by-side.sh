@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The side-by-side benchmark: the same three tools with the same JSON answers on
-#   mcp-lambda       examples/bench_server.rs, local mode, auth off
+#   mcp-lambda       benches/servers/mcp_lambda.rs (example bench_server), local mode, auth off
 #   mcp-lambda+auth  the same with auth on (RS256 bearer token, warm JWKS from a loopback issuer)
-#   rmcp             examples/bench_rmcp.rs: bare rmcp StreamableHttpService, stateless, JSON
+#   rmcp             benches/servers/rmcp.rs (bench_rmcp): bare rmcp StreamableHttpService,
+#                    stateless, JSON
 #   ts-sdk           benches/ts/server.mjs: @modelcontextprotocol/server 2.4.0, createMcpHandler
 #   py-sdk           benches/py/server.py: mcp 2.3.0, stateless, JSON responses, uvicorn
-#   hyper            examples/bench_hyper.rs: hyper + serde_json, no MCP logic (the floor)
+#   hyper            benches/servers/hyper.rs (bench_hyper): hyper + serde_json, no MCP logic
+#                    (the floor)
+# (cold starts and the loopback OAuth issuer: benches/servers/harness.rs, example bench_harness)
 # all on 127.0.0.1, measuring cold start (exec → first server/discover 200), requests/s, server
 # CPU per request (/proc/<pid>/stat), p50/p99 at 1 and 16 connections for tools/list and
 # tools/call (wrk), and peak RSS (VmHWM) under 64 connections. Runs are interleaved

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the official MCP conformance suite (pinned in .conformance/) against
-# examples/conformance.rs, three times:
+# Runs the official MCP conformance suite (pinned in .conformance/) against the fixture server
+# conformance/ (workspace member mcp-lambda-conformance, binary `conformance`), three times:
 #
 #   1. 2026-07-28 requirement set, default (stateless) mode      -> every scored scenario passes
 #   2. 2025-11-25 requirement set, MCP_LEGACY_SESSIONS=true       -> every scored scenario passes
@@ -47,8 +47,11 @@ version=$("$node" "$suite" --version)
 # (b) The fixture server (CONFORMANCE_BINARY skips the build and runs that binary instead).
 binary=${CONFORMANCE_BINARY:-}
 if [[ -z "$binary" ]]; then
-  echo "conformance: building examples/conformance.rs"
-  build_log=$(cd "$root" && cargo build --example conformance --message-format=json-render-diagnostics)
+  echo "conformance: building the fixture server (cargo build -p mcp-lambda-conformance)"
+  # Cargo names the executable it built (<target dir>/debug/conformance), wherever the target
+  # directory is (CARGO_TARGET_DIR, relative or not, or a .cargo/config).
+  build_log=$(cd "$root" && cargo build --locked -p mcp-lambda-conformance --bin conformance \
+    --message-format=json-render-diagnostics)
   binary=$(printf '%s\n' "$build_log" | grep '"executable":"[^"]*/conformance"' | tail -n1 \
     | sed 's/.*"executable":"\([^"]*\)".*/\1/')
 fi

@@ -3,7 +3,7 @@
 # see scripts/dynamodb-local.sh), runs the tests with MCP_TEST_DYNAMODB_ENDPOINT set, stops it.
 #
 #   scripts/dynamodb-tests.sh               cargo test --test dynamodb --test handles
-#   scripts/dynamodb-tests.sh ARGS...       cargo test ARGS...   (e.g. --locked --all-targets)
+#   scripts/dynamodb-tests.sh ARGS...       cargo test ARGS...   (e.g. --locked --workspace --all-targets)
 #   scripts/dynamodb-tests.sh -- CMD...     any command, with the endpoint in its environment
 #
 # Exit status: the tests'. The server is stopped (and its data deleted) on every exit, and so is

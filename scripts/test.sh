@@ -43,12 +43,13 @@ suite() { # suite NAME CMD... : a script that ends with "NAME: N passed, M faile
   count "$1" "$p" "$f"
 }
 
-# --- Rust: format, lints, build, unit + integration + doc tests ------------
-check fmt cargo fmt --check
-check clippy cargo clippy --all-targets --locked -- -D warnings
+# --- Rust, the whole workspace (the library, conformance/): format, lints, unit +
+#     integration + doc tests ----------------------------------------------------
+check fmt cargo fmt --all --check
+check clippy cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "==> cargo test (with DynamoDB Local on loopback for the DynamoDB tests)"
-scripts/dynamodb-tests.sh --locked --all-targets 2>&1 | tee "$LOGS/cargo-test.log" | grep -E '^test result|FAILED|panicked' || true
-cargo test --locked --doc 2>&1 | tee "$LOGS/cargo-doctest.log" | grep -E '^test result|FAILED' || true
+scripts/dynamodb-tests.sh --locked --workspace --all-targets 2>&1 | tee "$LOGS/cargo-test.log" | grep -E '^test result|FAILED|panicked' || true
+cargo test --locked --workspace --doc 2>&1 | tee "$LOGS/cargo-doctest.log" | grep -E '^test result|FAILED' || true
 for log in "$LOGS/cargo-test.log" "$LOGS/cargo-doctest.log"; do
   p=$(grep -Eo '[0-9]+ passed' "$log" | awk '{s+=$1} END {print s+0}')
   f=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')

@@ -1,16 +1,16 @@
 //! The three benchmark tools, as one rmcp `ServerHandler` shared by every Rust server in the
-//! side-by-side harness (`examples/bench_server.rs` on mcp-lambda, `examples/bench_rmcp.rs` on
-//! bare rmcp) and by the criterion benches, so those differ only in what wraps the handler.
+//! side-by-side harness (`benches/servers/mcp_lambda.rs` on mcp-lambda, `benches/servers/rmcp.rs`
+//! on bare rmcp) and by the criterion benches, so those differ only in what wraps the handler.
 //!
 //! The TypeScript (`benches/ts/server.mjs`) and Python (`benches/py/server.py`) peers declare the
 //! same tools with the same hand-written JSON schemas and give the same answers;
-//! `examples/bench_hyper.rs` answers the same JSON with no MCP logic at all.
+//! `benches/servers/hyper.rs` answers the same JSON with no MCP logic at all.
 //!
 //! - `echo {message}` → the message;
 //! - `add {a, b}` (integers) → their sum, in decimal;
 //! - `upper {text}` → the text upper-cased.
 
-// Each bench target and example includes this file and uses a different part of it.
+// Each bench target and bench server includes this file and uses a different part of it.
 #![allow(dead_code)]
 
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //!
 //! ```sh
 //! MCP_BIND=127.0.0.1:3000 MCP_REQUEST_STATE_KEY=Y29uZm9ybWFuY2UtZml4dHVyZS1rZXktMDEyMzQ1Njc4OWFiY2RlZg== \
-//!     cargo run --example conformance
+//!     cargo run -p mcp-lambda-conformance
 //! curl -s http://127.0.0.1:3000/mcp -H 'content-type: application/json' \
 //!     -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2026-07-28' \
 //!     -H 'mcp-method: tools/call' -H 'mcp-name: test_simple_text' \
@@ -10,7 +10,9 @@
 //! ```
 //!
 //! Add `MCP_LEGACY_SESSIONS=true` for the legacy leg (sessions, server-to-client requests).
-//! `scripts/conformance.sh` runs the official suite against this server.
+//! `scripts/conformance.sh` runs the official suite against this server;
+//! `cargo test -p mcp-lambda-conformance` runs `conformance/tests/request_state.rs`, which starts
+//! it as separate processes sharing one request-state key.
 //!
 //! The fixture server the MCP conformance suite
 //! (`@modelcontextprotocol/conformance@0.2.0-alpha.12`) expects: every tool, prompt, resource,

@@ -5,7 +5,7 @@
 //! servers, and no MCP logic at all — no envelope or header checks, no handler, no cache hints.
 //! "Within 1.5× of minimal hyper" is measured against this.
 
-#[path = "../benches/support/tools.rs"]
+#[path = "../support/tools.rs"]
 mod tools;
 
 use std::{convert::Infallible, sync::Arc};

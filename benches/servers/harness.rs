@@ -12,7 +12,7 @@
 //!   and serves until killed.
 
 #[allow(dead_code, unreachable_pub)]
-#[path = "../tests/support/jwt.rs"]
+#[path = "../../tests/support/jwt.rs"]
 mod jwt;
 
 use std::{

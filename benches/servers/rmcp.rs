@@ -5,7 +5,7 @@
 //! stateless with JSON responses, served by the same hyper HTTP/1.1 accept loop mcp-lambda uses
 //! locally — so the difference between the two is mcp-lambda's layers and nothing else.
 
-#[path = "../benches/support/tools.rs"]
+#[path = "../support/tools.rs"]
 mod tools;
 
 use std::sync::Arc;

@@ -13,7 +13,7 @@
 //!         "io.modelcontextprotocol/clientCapabilities":{}}}}'
 //! ```
 
-#[path = "../benches/support/tools.rs"]
+#[path = "../support/tools.rs"]
 mod tools;
 
 #[tokio::main]

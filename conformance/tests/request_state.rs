@@ -1,20 +1,21 @@
-//! The shared request-state key across server processes (as across Lambda instances).
+//! The shared request-state key across server processes (as across Lambda instances), with the
+//! conformance fixture server (this package's `conformance` binary, which cargo builds before
+//! these tests) started as separate processes.
 //!
-//! - MRTR `requestState` sealed by one conformance-fixture process opens in a second process
-//!   with the same key, is refused by one with a different key, and still opens after a
-//!   rotation (new key signs, the old one in `MCP_REQUEST_STATE_KEY_PREVIOUS` verifies).
+//! - MRTR `requestState` sealed by one fixture process opens in a second process with the same
+//!   key, is refused by one with a different key, and still opens after a rotation (new key
+//!   signs, the old one in `MCP_REQUEST_STATE_KEY_PREVIOUS` verifies).
 //! - Keys kept in SSM Parameter Store and Secrets Manager are fetched once at start-up by
-//!   `Config::load` (the basket) with SigV4-signed calls, checked here by a loopback stand-in
-//!   that verifies every signature; a key fetched from SSM and the same key given inline seal
-//!   and open each other's state (signed list cursors), a secret's `AWSPREVIOUS` still
-//!   verifies, and a missing parameter stops start-up naming the variable.
-
-mod support;
+//!   `Config::load` (the fixture's `main` calls it, as the basket's does) with SigV4-signed
+//!   calls, checked here by a loopback stand-in that verifies every signature; a key fetched
+//!   from SSM and the same key given inline seal and open each other's state (signed list
+//!   cursors), a secret's `AWSPREVIOUS` still verifies, and a missing parameter stops start-up
+//!   naming the variable.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -24,12 +25,17 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{Client, connect::HttpConnector};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{Value, json};
-use support::basket::{Ready, free_port, spawn, wait_healthy};
 
 const VERSION: &str = "2026-07-28";
 
 fn b64(key: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(key)
+}
+
+fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
 }
 
 /// A server binary on a loopback port, killed when dropped.
@@ -56,24 +62,45 @@ impl Proc {
             std::process::id(),
             addr.port()
         ));
-        let bind = addr.to_string();
-        let mut vars = vec![("MCP_BIND", bind.as_str()), ("MCP_LOG", "warn")];
-        vars.extend_from_slice(env);
-        let stderr = Stdio::from(std::fs::File::create(&log).unwrap());
-        let child = spawn(binary, &vars, Stdio::null(), stderr);
+        let mut command = Command::new(binary);
+        for (name, _) in std::env::vars() {
+            if name.starts_with("MCP_") || name.starts_with("AWS_") {
+                command.env_remove(name);
+            }
+        }
+        let child = command
+            .env("MCP_BIND", addr.to_string())
+            .env("MCP_LOG", "warn")
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning {}: {e}", binary.display()));
         let mut proc = Proc {
             child,
             addr,
             client: Client::builder(TokioExecutor::new()).build_http(),
         };
-        let ready = wait_healthy(&mut proc.child, addr, Duration::from_secs(20)).await;
-        let stderr = std::fs::read_to_string(&log).unwrap_or_default();
-        let _ = std::fs::remove_file(&log);
-        match ready {
-            Ready::Healthy => Ok(proc),
-            Ready::Exited(status) => Err(format!("exited with {status}: {stderr}")),
-            Ready::Silent => panic!("{} did not serve within 20 s", binary.display()),
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = proc.child.try_wait() {
+                let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+                let _ = std::fs::remove_file(&log);
+                return Err(format!("exited with {status}: {stderr}"));
+            }
+            let request = http::Request::get(format!("http://{addr}/healthz"))
+                .body(Full::new(Bytes::new()))
+                .unwrap();
+            if let Ok(response) = proc.client.request(request).await
+                && response.status() == 200
+            {
+                let _ = std::fs::remove_file(&log);
+                return Ok(proc);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        panic!("{} did not serve within 20 s", binary.display());
     }
 
     /// One MCP 2026-07-28 request; the JSON-RPC response.
@@ -106,19 +133,8 @@ impl Proc {
     }
 }
 
-/// `target/<profile>/examples/conformance`, next to this test's `deps/` folder.
-fn conformance_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
-    let binary = profile_dir.join("examples").join("conformance");
-    assert!(
-        binary.exists(),
-        "{} is missing: `cargo test --all-targets` builds it (or run `cargo build --example \
-         conformance` before `cargo test --test request_state`)",
-        binary.display()
-    );
-    binary
-}
+/// The fixture server, built by cargo for this package's integration tests.
+const CONFORMANCE: &str = env!("CARGO_BIN_EXE_conformance");
 
 const MRTR_TOOL: &str = "test_input_required_result_request_state";
 
@@ -165,22 +181,22 @@ fn completed(response: &Value) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_state_sealed_by_one_process_opens_in_another_with_the_same_key_only() {
-    let binary = conformance_binary();
+    let binary = Path::new(CONFORMANCE);
     let (key_a, key_b) = (b64(&[0xA1; 32]), b64(&[0xB2; 32]));
 
-    let first = Proc::start(&binary, &[("MCP_REQUEST_STATE_KEY", &key_a)])
+    let first = Proc::start(binary, &[("MCP_REQUEST_STATE_KEY", &key_a)])
         .await
         .unwrap();
     let state = round_one(&first).await;
     drop(first);
 
-    let same_key = Proc::start(&binary, &[("MCP_REQUEST_STATE_KEY", &key_a)])
+    let same_key = Proc::start(binary, &[("MCP_REQUEST_STATE_KEY", &key_a)])
         .await
         .unwrap();
     let answer = round_two(&same_key, &state).await;
     assert!(completed(&answer), "same key, other process: {answer}");
 
-    let other_key = Proc::start(&binary, &[("MCP_REQUEST_STATE_KEY", &key_b)])
+    let other_key = Proc::start(binary, &[("MCP_REQUEST_STATE_KEY", &key_b)])
         .await
         .unwrap();
     let answer = round_two(&other_key, &state).await;
@@ -195,7 +211,7 @@ async fn request_state_sealed_by_one_process_opens_in_another_with_the_same_key_
 
     // Rotation: B signs now, A still verifies what was sealed before.
     let rotated = Proc::start(
-        &binary,
+        binary,
         &[
             ("MCP_REQUEST_STATE_KEY", &key_b),
             ("MCP_REQUEST_STATE_KEY_PREVIOUS", &key_a),
@@ -438,7 +454,8 @@ fn parse_amz_date(text: &str) -> Option<SystemTime> {
     Some(UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).ok()?))
 }
 
-/// `tools/list` on the basket: `Ok(next cursor)` or `Err(JSON-RPC error code)`.
+/// `tools/list`, paged by mcp-lambda with signed cursors: `Ok(next cursor)` or
+/// `Err(JSON-RPC error code)`.
 async fn tools_page(server: &Proc, cursor: Option<&str>) -> Result<Option<String>, i64> {
     let params = match cursor {
         Some(cursor) => json!({ "cursor": cursor }),
@@ -473,7 +490,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
         ]),
     )
     .await;
-    let basket = support::basket::binary();
+    let server = Path::new(CONFORMANCE);
     let aws_env = [
         ("AWS_ENDPOINT_URL_SSM", aws.url.as_str()),
         ("AWS_ENDPOINT_URL_SECRETS_MANAGER", aws.url.as_str()),
@@ -492,7 +509,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
 
     // From SSM: one signed call at start-up.
     let ssm_a = Proc::start(
-        basket,
+        server,
         &with(&[("MCP_REQUEST_STATE_KEY_SSM_PARAMETER", "/mcp/key-a")]),
     )
     .await
@@ -507,7 +524,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
     // The same key given inline opens it: every instance shares the key.
     let inline_a = b64(&key_a);
     let inline = Proc::start(
-        basket,
+        server,
         &join(&aws_env, &[("MCP_REQUEST_STATE_KEY", &inline_a)]),
     )
     .await
@@ -516,7 +533,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
 
     // Another key refuses it.
     let ssm_b = Proc::start(
-        basket,
+        server,
         &with(&[("MCP_REQUEST_STATE_KEY_SSM_PARAMETER", "/mcp/key-b")]),
     )
     .await
@@ -524,7 +541,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
     assert_eq!(tools_page(&ssm_b, Some(&cursor_a)).await, Err(-32602));
 
     // Secrets Manager after a rotation: AWSCURRENT (B) signs, AWSPREVIOUS (A) still verifies.
-    let rotated = Proc::start(basket, &with(&[("MCP_REQUEST_STATE_KEY", secret)]))
+    let rotated = Proc::start(server, &with(&[("MCP_REQUEST_STATE_KEY", secret)]))
         .await
         .unwrap();
     assert!(tools_page(&rotated, Some(&cursor_a)).await.is_ok());
@@ -533,7 +550,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
     assert_eq!(tools_page(&ssm_a, Some(&cursor_b)).await, Err(-32602));
 
     // A secret never rotated has no AWSPREVIOUS: skipped, not an error.
-    let fresh = Proc::start(basket, &with(&[("MCP_REQUEST_STATE_KEY", fresh_secret)]))
+    let fresh = Proc::start(server, &with(&[("MCP_REQUEST_STATE_KEY", fresh_secret)]))
         .await
         .unwrap();
     assert!(tools_page(&fresh, Some(&cursor_a)).await.is_ok());
@@ -556,7 +573,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
         ("/mcp/not-a-key", "base64"),
     ] {
         let err = Proc::start(
-            basket,
+            server,
             &with(&[("MCP_REQUEST_STATE_KEY_SSM_PARAMETER", parameter)]),
         )
         .await
@@ -570,7 +587,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
     let mut wrong = with(&[("MCP_REQUEST_STATE_KEY_SSM_PARAMETER", "/mcp/key-a")]);
     wrong.retain(|(k, _)| *k != "AWS_SECRET_ACCESS_KEY");
     wrong.push(("AWS_SECRET_ACCESS_KEY", "not-the-secret"));
-    let err = Proc::start(basket, &wrong).await.err().unwrap();
+    let err = Proc::start(server, &wrong).await.err().unwrap();
     assert!(err.contains("SignatureDoesNotMatch"), "{err}");
 
     // An endpoint that does not answer fails start-up within the operation timeout.
@@ -582,7 +599,7 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
     away.retain(|(k, _)| *k != "AWS_ENDPOINT_URL_SSM");
     away.push(("AWS_ENDPOINT_URL_SSM", &nowhere));
     let started = Instant::now();
-    let err = Proc::start(basket, &away).await.err().unwrap();
+    let err = Proc::start(server, &away).await.err().unwrap();
     assert!(err.contains("MCP_REQUEST_STATE_KEY_SSM_PARAMETER"), "{err}");
     assert!(
         started.elapsed() < Duration::from_secs(5),

@@ -1,0 +1,48 @@
+//! Run with: `cargo run --example hello`, then call its tool:
+//!
+//! ```sh
+//! curl -s http://127.0.0.1:3000/mcp -H 'Content-Type: application/json' \
+//!   -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: hello' \
+//!   -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hello","arguments":{"name":"Ada"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
+//! ```
+//!
+//! The smallest complete server: one tool, `hello`, that greets `name`.
+
+use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
+use rmcp::{tool, tool_handler, tool_router};
+
+#[derive(Clone)]
+struct Hello {
+    tool_router: ToolRouter<Self>, // built once, in main
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct HelloArgs {
+    /// Who to greet.
+    name: String,
+}
+
+#[tool_router]
+impl Hello {
+    #[tool(description = "Say hello to someone.")]
+    async fn hello(&self, Parameters(args): Parameters<HelloArgs>) -> String {
+        format!("Hello, {}!", args.name)
+    }
+}
+
+#[tool_handler(router = self.tool_router, name = "hello")]
+impl rmcp::ServerHandler for Hello {}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let config = mcp_lambda::Config::load().await?;
+    mcp_lambda::init_tracing(&config);
+    let hello = Hello {
+        tool_router: Hello::tool_router(),
+    };
+    mcp_lambda::App::new(config)
+        .server(move || hello.clone())
+        .run()
+        .await?;
+    Ok(())
+}
