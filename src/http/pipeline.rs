@@ -132,8 +132,8 @@ where
 }
 
 impl<H: ServerHandler> McpService<H> {
-    /// 2. One `Host`. 3. The route. On the MCP path, 4–9 ([`mcp_post`](Self::mcp_post)),
-    /// then 10. CORS on whatever came back.
+    /// Step 2, one `Host`; step 3, the route. On the MCP path, steps 4–9
+    /// ([`mcp_post`](Self::mcp_post)) and then step 10, CORS on whatever came back.
     async fn route<B>(self, request: Request<B>) -> HttpResponse
     where
         B: Body + Send + 'static,

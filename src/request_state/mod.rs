@@ -357,7 +357,10 @@ mod tests {
     #[test]
     fn lambda_mode_requires_a_shared_request_state_key() {
         let lambda = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001".to_string());
-        assert_eq!(keys(&[lambda.clone()]).unwrap_err().variable, KEY);
+        assert_eq!(
+            keys(std::slice::from_ref(&lambda)).unwrap_err().variable,
+            KEY
+        );
         let k = keys(&[lambda, (KEY, b64(&[1u8; 32]))]).unwrap();
         assert!(!k.is_generated());
         assert!(keys(&[]).unwrap().is_generated());
