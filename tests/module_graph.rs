@@ -1,7 +1,7 @@
 //! The top-level modules of `src/` form no cycle (issue 10, item 2).
 //!
 //! Every `src/**/*.rs` file belongs to a top-level module: the first path segment under `src/`
-//! (`src/http/routes.rs` to `http`, `src/config.rs` to `config`). `src/lib.rs`, `src/main.rs`
+//! (`src/http/pipeline.rs` to `http`, `src/config.rs` to `config`). `src/lib.rs`, `src/main.rs`
 //! and `src/bin/**` are the roots: they may use anything, and nothing counts against them.
 //! A module uses another when its code names `crate::NAME`: in a `use crate::…` (groups too,
 //! however nested or spread over lines) or inline (`crate::aws::loader(…)`). Comments (doc links

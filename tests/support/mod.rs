@@ -5,7 +5,7 @@
 //! - [`basket`]: the one way to start the basket binary (or another server binary) with a clean
 //!   environment, and a client for it over real HTTP;
 //! - [`jwt`]: real keys, real signatures and a loopback issuer (`benches/in_process.rs` and
-//!   `examples/bench_harness.rs` include this file too);
+//!   `benches/servers/harness.rs` include this file too);
 //! - [`dynamodb`]: the DynamoDB test endpoint, a client on it and the shared table.
 //!
 //! Each test target uses part of it, hence the `dead_code` allowance.
