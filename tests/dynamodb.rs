@@ -455,10 +455,12 @@ async fn fifty_concurrent_add_item_calls_on_one_basket_make_exactly_fifty() {
 }
 
 /// Timeouts for the lost-answer tests: a withheld answer costs one read timeout per attempt.
+/// 2 s, not less: on a loaded machine DynamoDB Local has taken over 1 s to answer an attempt
+/// that was not withheld, which the SDK then retried and the proxy counted.
 fn short_read_timeouts() -> mcp_lambda::aws::AwsTimeouts {
     mcp_lambda::aws::AwsTimeouts {
         connect: Duration::from_millis(1000),
-        read: Duration::from_millis(1000),
+        read: Duration::from_millis(2000),
         operation: Duration::from_secs(20),
     }
 }
@@ -887,6 +889,23 @@ impl Drop for OwnDynamo {
     }
 }
 
+/// Waits until the basket answers reads again after a fault ends. DynamoDB Local is a JVM: resumed
+/// or restarted on a loaded machine, it can take longer than this test's 700 ms read timeout to
+/// answer its first request, and a read that fails "temporarily unavailable" proves nothing
+/// either way. Any other answer ends the wait; 30 s without one fails the test.
+async fn until_reads_succeed(server: &Server, id: &Value) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let result = server.call("view_basket", json!({ "basket_id": id })).await;
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        if result["isError"] != true || !text.contains("temporarily unavailable") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "DynamoDB did not come back: {result}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
 /// The items of every basket, by id.
 async fn contents(server: &Server, ids: &[Value]) -> Vec<Vec<(String, u64)>> {
     let mut all = Vec::new();
@@ -967,6 +986,7 @@ async fn a_hung_or_stopped_dynamodb_fails_calls_within_the_timeout_and_loses_not
     dynamo.pause();
     expect_clean_failure("hung DynamoDB").await;
     dynamo.resume();
+    until_reads_succeed(&server, &ids[0]).await;
     assert_eq!(
         contents(&server, &ids).await,
         before,
@@ -977,6 +997,7 @@ async fn a_hung_or_stopped_dynamodb_fails_calls_within_the_timeout_and_loses_not
     dynamo.kill();
     expect_clean_failure("stopped DynamoDB").await;
     dynamo.restart();
+    until_reads_succeed(&server, &ids[0]).await;
     assert_eq!(
         contents(&server, &ids).await,
         before,
