@@ -901,7 +901,10 @@ async fn until_reads_succeed(server: &Server, id: &Value) {
         if result["isError"] != true || !text.contains("temporarily unavailable") {
             return;
         }
-        assert!(Instant::now() < deadline, "DynamoDB did not come back: {result}");
+        assert!(
+            Instant::now() < deadline,
+            "DynamoDB did not come back: {result}"
+        );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
