@@ -50,7 +50,10 @@ check clippy cargo clippy --workspace --all-targets --locked -- -D warnings
 # The crate docs, broken intra-doc links denied; the library without the AWS features
 # (in-memory handles, auth) builds and its own tests pass (the feature-gated errors).
 check docs env RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps
-check no-default-features bash -c 'cargo build --locked --no-default-features --lib --bins --example hello && cargo test --locked --no-default-features --lib'
+check no-default-features bash -c 'cargo build --locked --no-default-features --lib --bins --example hello && cargo test --locked --no-default-features --lib && cargo test --locked --no-default-features --doc && RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --no-default-features'
+# Each AWS feature alone builds and its doc tests compile.
+check feature-dynamodb cargo test --locked --no-default-features --features dynamodb --doc
+check feature-aws-secrets cargo test --locked --no-default-features --features aws-secrets --doc
 echo "==> cargo test (with DynamoDB Local on loopback for the DynamoDB tests)"
 scripts/dynamodb-tests.sh --locked --workspace --all-targets 2>&1 | tee "$LOGS/cargo-test.log" | grep -E '^test result|FAILED|panicked' || true
 cargo test --locked --workspace --doc 2>&1 | tee "$LOGS/cargo-doctest.log" | grep -E '^test result|FAILED' || true

@@ -10,7 +10,7 @@
 //! | list paging | [`ListSettings`] | `MCP_PAGE_SIZE` |
 //! | cache hints | [`CacheHints`] | `MCP_CACHE_<METHOD>` |
 //! | request state and cursors | [`RequestStateKeys`] | `MCP_REQUEST_STATE_KEY[_SSM_PARAMETER]`, `MCP_REQUEST_STATE_KEY_PREVIOUS` |
-//! | handles | [`HandleSettings`] | `MCP_HANDLE_TTL_SECS`, `MCP_HANDLES_TABLE`, `MCP_AWS_*_TIMEOUT_MS` |
+//! | handles | [`HandleSettings`] | `MCP_HANDLE_TTL_SECS`, `MCP_HANDLES_TABLE`, `MCP_AWS_*_TIMEOUT_MS` (also used for keys fetched from AWS) |
 //! | auth | [`AuthSettings`] | `MCP_AUTH_*` |
 //! | logs | [`LogSettings`] | `MCP_LOG` |
 //!

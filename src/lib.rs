@@ -80,11 +80,13 @@
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `dynamodb` | yes | [`handles::DynamoDbHandleStore`] and `MCP_HANDLES_TABLE` (the AWS SDK for DynamoDB) |
+//! | `dynamodb` | yes | `handles::DynamoDbHandleStore` and `MCP_HANDLES_TABLE` (the AWS SDK for DynamoDB) |
 //! | `aws-secrets` | yes | request-state keys from SSM Parameter Store or Secrets Manager ([`Config::load`]) |
 //!
 //! `default-features = false` keeps the in-memory handle store, auth and
-//! everything else, without the AWS SDK.
+//! everything else, without the AWS SDK. A variable that needs a missing feature
+//! (`MCP_HANDLES_TABLE`, a request-state key kept in AWS) stops start-up with an
+//! error that names the feature.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![deny(unreachable_pub)]
@@ -92,7 +94,6 @@
 
 pub mod app;
 pub mod auth;
-#[cfg(any(feature = "dynamodb", feature = "aws-secrets"))]
 pub mod aws;
 pub mod cache;
 pub mod config;

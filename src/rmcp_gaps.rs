@@ -6,9 +6,9 @@
 //!
 //! | item | rmcp 3.11 behaviour | used by |
 //! |---|---|---|
-//! | [`trim_mcp_headers`] | compares `Mcp-*` header values untrimmed, so `Mcp-Method: tools/list ` (legal optional whitespace, RFC 9110 §5.5) would mismatch the body | `http/mod.rs` |
+//! | [`trim_mcp_headers`] | compares `Mcp-*` header values untrimmed, so `Mcp-Method: tools/list ` (legal optional whitespace, RFC 9110 §5.5) would mismatch the body | `http/pipeline.rs` |
 //! | [`name_both_accept_types`] | refuses an `Accept` that allows JSON and SSE without naming both (`*/*`, `application/*`, none at all) | `http/media_types.rs` |
-//! | [`decodes_like_rmcp`], [`may_hide_decoding_gap`] | answers an unreadable message with a plain-text 415, and `params` that do not fit a method's type with -32601 (it falls back to a custom request) | `http/envelope.rs`, `http/mod.rs` |
+//! | [`decodes_like_rmcp`], [`may_hide_decoding_gap`] | answers an unreadable message with a plain-text 415, and `params` that do not fit a method's type with -32601 (it falls back to a custom request) | `http/envelope.rs` |
 //! | [`list_cursor_is_not_a_string`] | silently drops a list `cursor` of the wrong type (serves the first page instead of -32602) | `http/envelope.rs` |
 //! | [`stamp_server_info`] | puts `_meta["io.modelcontextprotocol/serverInfo"]` on `server/discover` only | `handler/mod.rs` |
 

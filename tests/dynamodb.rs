@@ -323,7 +323,7 @@ async fn the_basket_warms_its_connection_at_start_up_and_each_call_costs_its_sto
     assert_eq!(
         proxy.take(),
         ["GetItem"],
-        "from_config reads the table once before serving"
+        "HandleSettings::open reads the table once before serving"
     );
     assert_eq!(proxy.connections(), 1);
 

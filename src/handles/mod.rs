@@ -2,7 +2,7 @@
 //!
 //! MCP 2026-07-28 is stateless: any request may land on any Lambda instance, so state that must
 //! outlive one call lives in a [`HandleStore`] and is referenced by an explicit id the client
-//! sends back each time (a basket id, a job id). Two backends: [`DynamoDbHandleStore`], one
+//! sends back each time (a basket id, a job id). Two backends: `DynamoDbHandleStore` (feature `dynamodb`), one
 //! conditional request per operation on a table shared by every instance, and
 //! [`MemoryHandleStore`] for local use and tests. [`HandleSettings::open`] picks one (`MCP_HANDLES_TABLE`).
 //!

@@ -25,8 +25,8 @@ pub struct HandleSettings {
     pub ttl: Duration,
     /// The DynamoDB table that keeps handles (`MCP_HANDLES_TABLE`); `None` = in memory.
     pub table: Option<String>,
-    /// Timeouts of DynamoDB calls.
-    #[cfg(feature = "dynamodb")]
+    /// Timeouts of DynamoDB calls (read and checked in every build, so a bad value is
+    /// refused the same way with or without the `dynamodb` feature).
     pub timeouts: crate::aws::AwsTimeouts,
     /// Whether the process runs on Lambda, where in-memory handles do not survive.
     on_lambda: bool,
@@ -78,13 +78,12 @@ impl HandleSettings {
         Ok(Self {
             ttl,
             table,
-            #[cfg(feature = "dynamodb")]
             timeouts: crate::aws::AwsTimeouts::from_env(env)?,
             on_lambda: env.mode() == Mode::Lambda,
         })
     }
 
-    /// Opens the store these settings name: [`DynamoDbHandleStore`](super::DynamoDbHandleStore)
+    /// Opens the store these settings name: `DynamoDbHandleStore` (feature `dynamodb`)
     /// on [`table`](Self::table) when it is set, else the in-memory store (the embedded default).
     ///
     /// Call it once at start-up (Lambda INIT): it builds the DynamoDB client with the configured
@@ -125,7 +124,12 @@ impl HandleSettings {
         }
         #[cfg(not(feature = "dynamodb"))]
         {
-            unreachable!("{table}: MCP_HANDLES_TABLE is refused without the dynamodb feature")
+            Err(OpenError::Table {
+                table: table.clone(),
+                reason: "this build has no DynamoDB store: enable the `dynamodb` feature of \
+                         mcp-lambda, or leave the table unset to keep handles in memory"
+                    .into(),
+            })
         }
     }
 }

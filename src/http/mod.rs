@@ -16,8 +16,10 @@
 //! | 9. cache headers | `cache_headers.rs` | — |
 //! | 10. CORS | `cors.rs` | — |
 //!
-//! Every refusal is one [`Rejection`](errors::Rejection) (`errors.rs`) or an
-//! auth challenge; `settings.rs` reads the front's variables.
+//! A JSON-RPC refusal is one [`Rejection`](errors::Rejection) (`errors.rs`);
+//! the origin secret's 403, the repeated `Host` 400 and the route's 404/405 are
+//! plain text, and auth refuses with its challenge. `settings.rs` reads the
+//! front's variables.
 
 // A step refuses by returning the response to send, so `Err` is an HTTP response
 // (128 bytes): boxing it would allocate on every refusal to save a memcpy that

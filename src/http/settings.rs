@@ -32,8 +32,9 @@ pub struct HttpSettings {
     pub path: String,
     /// Accepted `Host` values; empty means any host (`MCP_ALLOWED_HOSTS=*`).
     pub allowed_hosts: Vec<String>,
-    /// Accepted browser origins (`MCP_ALLOWED_ORIGINS`); loopback origins in
-    /// local mode when unset, none on Lambda.
+    /// Accepted browser origins: `MCP_ALLOWED_ORIGINS`, or when it names none, the loopback
+    /// origins in local mode and no origin on Lambda. This is the list in force: an empty
+    /// list allows no browser origin.
     pub allowed_origins: Vec<String>,
     /// Body cap in bytes (`MCP_MAX_BODY_BYTES`).
     pub max_body_bytes: usize,
@@ -85,7 +86,7 @@ impl HttpSettings {
                 .to_vec(),
         };
 
-        let allowed_origins = match env.get("MCP_ALLOWED_ORIGINS") {
+        let mut allowed_origins = match env.get("MCP_ALLOWED_ORIGINS") {
             Some(v) => {
                 let origins = split_list(&v);
                 if origins.iter().any(|o| {
@@ -100,14 +101,14 @@ impl HttpSettings {
                 }
                 origins
             }
-            // Browser clients on this machine, for local development only.
-            None if mode == Mode::Local => {
-                ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"]
-                    .map(String::from)
-                    .to_vec()
-            }
             None => Vec::new(),
         };
+        if allowed_origins.is_empty() && mode == Mode::Local {
+            // Browser clients on this machine, for local development only.
+            allowed_origins = ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"]
+                .map(String::from)
+                .to_vec();
+        }
 
         let max_body_bytes = env.number(
             "MCP_MAX_BODY_BYTES",
