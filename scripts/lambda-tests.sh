@@ -117,7 +117,7 @@ PORT="$(free_port)"
 WATCH_ENV="MCP_REQUEST_STATE_KEY=$KEY
 MCP_ALLOWED_HOSTS=127.0.0.1,localhost,$EVENT_HOSTS
 MCP_LOG=info"
-watch "$PORT" "$LOGS/watch-basket.log" --bin basket
+watch "$PORT" "$LOGS/watch-basket.log" -p mcp-lambda --bin basket
 if wait_ready "$PORT"; then pass watch-basket-ready; else fail watch-basket-ready "see $LOGS/watch-basket.log"; fi
 if only_loopback "$PORT"; then pass watch-listens-on-loopback-only; else fail watch-listens-on-loopback-only "$(ss -ltnH "sport = :$PORT")"; fi
 check discover python3 scripts/lambda_client.py discover "http://127.0.0.1:$PORT/mcp"
@@ -136,7 +136,10 @@ MCP_ALLOWED_HOSTS=127.0.0.1
 MCP_LAMBDA_STREAMING=true
 MCP_SSE_KEEP_ALIVE_SECS=1
 MCP_LOG=info"
-watch "$PORT" "$LOGS/watch-progress.log" --example progress
+# -p: the workspace has two packages with binaries (basket, conformance); without it cargo-lambda
+# serves no default function route for an example and every request gets its "use
+# /lambda-url/:function_name" error.
+watch "$PORT" "$LOGS/watch-progress.log" -p mcp-lambda --example progress
 if wait_ready "$PORT"; then pass watch-progress-ready; else fail watch-progress-ready "see $LOGS/watch-progress.log"; fi
 check streamed-tools-call-with-progress python3 scripts/lambda_client.py progress "http://127.0.0.1:$PORT/mcp"
 check streamed-202-is-not-empty python3 scripts/lambda_client.py notification "http://127.0.0.1:$PORT/mcp"
