@@ -16,6 +16,7 @@ use crate::{
     error::Error,
     handler::{Hosted, HostedSettings},
     http::{Front, McpService, OriginSecretCheck},
+    shutdown::Shutdown,
 };
 
 /// The application: configuration first, then the server, then [`Server::run`].
@@ -87,6 +88,7 @@ impl App {
             service: McpService::new(rmcp, front),
             config,
             auth,
+            shutdown: Shutdown::new(),
         }
     }
 }
@@ -96,12 +98,19 @@ pub struct Server<H> {
     service: McpService<H>,
     config: Config,
     auth: Option<Arc<Authenticator>>,
+    shutdown: Shutdown,
 }
 
 impl<H: ServerHandler> Server<H> {
     /// The tower service, for tests or custom hosting (e.g. `ServiceExt::oneshot`).
     pub fn service(&self) -> McpService<H> {
         self.service.clone()
+    }
+
+    /// The signal that ends [`run`](Self::run) gracefully, as SIGTERM does: the local server
+    /// stops taking new work, drains, and every listen stream ends with its result.
+    pub fn shutdown(&self) -> Shutdown {
+        self.shutdown.clone()
     }
 
     /// Serves until stopped: on Lambda when `AWS_LAMBDA_RUNTIME_API` is set,
@@ -126,8 +135,13 @@ impl<H: ServerHandler> Server<H> {
         match self.config.mode {
             Mode::Lambda => crate::serve::lambda::serve(self.service, &self.config.lambda).await,
             Mode::Local => {
-                crate::serve::local::serve(self.service, &self.config.local, &self.config.http.path)
-                    .await
+                crate::serve::local::serve(
+                    self.service,
+                    &self.config.local,
+                    &self.config.http.path,
+                    self.shutdown,
+                )
+                .await
             }
         }
     }

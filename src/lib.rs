@@ -106,6 +106,7 @@ pub mod logging;
 pub mod request_state;
 mod rmcp_gaps;
 pub mod serve;
+pub mod shutdown;
 
 pub use app::{App, Server, init_tracing};
 pub use auth::Principal;

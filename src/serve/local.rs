@@ -12,6 +12,7 @@ use crate::{
     env::{ConfigError, Env},
     error::Error,
     http::{Deadline, McpService},
+    shutdown::Shutdown,
 };
 
 /// The local server's settings.
@@ -70,6 +71,7 @@ pub(crate) async fn serve<H>(
     service: McpService<H>,
     settings: &LocalSettings,
     path: &str,
+    shutdown: Shutdown,
 ) -> Result<(), Error>
 where
     H: rmcp::ServerHandler,
@@ -82,8 +84,11 @@ where
         .local_addr()
         .map_err(|source| Error::Bind { addr: bind, source })?;
     tracing::info!(url = %format!("http://{local}{path}"), "serving MCP locally");
-    let shutdown = shutdown_signal();
-    tokio::pin!(shutdown);
+    let signalled = shutdown.clone();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        signalled.trigger();
+    });
     loop {
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -94,7 +99,7 @@ where
                     continue;
                 }
             },
-            () = &mut shutdown => break,
+            () = shutdown.triggered() => break,
         };
         let _ = stream.set_nodelay(true);
         let service = service.clone();
