@@ -16,6 +16,7 @@ use crate::{
     error::Error,
     handler::{Hosted, HostedSettings},
     http::{Front, McpService, OriginSecretCheck},
+    listen::{ChangeFeed, Changes, Listener, ResourceWatch},
     shutdown::Shutdown,
 };
 
@@ -30,15 +31,62 @@ use crate::{
 /// mcp_lambda::App::new(config).server(move || handler.clone()).run().await
 /// # }
 /// ```
-#[derive(Debug)]
 pub struct App {
     config: Config,
+    changes: Option<Arc<dyn ChangeFeed>>,
+    resources: Option<Arc<dyn ResourceWatch>>,
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("config", &self.config)
+            .field("changes", &self.changes)
+            .finish_non_exhaustive()
+    }
 }
 
 impl App {
     /// Starts from a configuration.
     pub fn new(config: Config) -> Self {
-        Self { config }
+        Self {
+            config,
+            changes: None,
+            resources: None,
+        }
+    }
+
+    /// Serves `subscriptions/listen` from `changes`, the feed the handler publishes to (see
+    /// [`listen`](crate::listen)): list changes for every listener that asks, as the handler's
+    /// capabilities advertise them. Without it, listen is left to the handler.
+    ///
+    /// ```no_run
+    /// # #[derive(Clone)] struct MyServer;
+    /// # impl rmcp::ServerHandler for MyServer {}
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = mcp_lambda::Config::load().await?;
+    /// let handles = config.handles.open().await?;
+    /// let changes = config.listen.open(&config.handles, handles).await?;
+    /// let handler = MyServer; // keeps a clone of `changes` and publishes to it
+    /// mcp_lambda::App::new(config)
+    ///     .changes(&changes)
+    ///     .server(move || handler.clone())
+    ///     .run()
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn changes(mut self, changes: &Changes) -> Self {
+        self.changes = Some(changes.feed().clone());
+        self
+    }
+
+    /// Lets listeners subscribe to resources: `resources` decides, per caller, which URIs
+    /// may be watched and through which item. Without it every URI is dropped from the
+    /// accepted filter. Needs [`changes`](Self::changes).
+    pub fn watch_resources(mut self, resources: impl ResourceWatch) -> Self {
+        self.resources = Some(Arc::new(resources));
+        self
     }
 
     /// Sets the MCP server. `factory` is called once per request and should
@@ -50,6 +98,15 @@ impl App {
         F: Fn() -> H + Send + Sync + 'static,
     {
         let config = self.config;
+        let shutdown = Shutdown::new();
+        let listen = self.changes.map(|feed| {
+            Arc::new(Listener::new(
+                feed,
+                self.resources,
+                config.listen.clone(),
+                shutdown.clone(),
+            ))
+        });
         let probe = factory();
         let info = probe.get_info();
         let supported_versions = probe
@@ -68,6 +125,7 @@ impl App {
             config.request_state_keys.all(),
             config.auth.as_ref(),
             &info,
+            listen.clone(),
         ));
         let rmcp = StreamableHttpService::new(
             move || Ok(Hosted::new(factory(), hosted.clone())),
@@ -83,12 +141,13 @@ impl App {
                 .map(OriginSecretCheck::new),
             auth: auth.clone(),
             supported_versions,
+            listen,
         };
         Server {
             service: McpService::new(rmcp, front),
             config,
             auth,
-            shutdown: Shutdown::new(),
+            shutdown,
         }
     }
 }

@@ -11,6 +11,7 @@
 //! | cache hints | [`CacheHints`] | `MCP_CACHE_<METHOD>` |
 //! | request state and cursors | [`RequestStateKeys`] | `MCP_REQUEST_STATE_KEY[_SSM_PARAMETER]`, `MCP_REQUEST_STATE_KEY_PREVIOUS` |
 //! | handles | [`HandleSettings`] | `MCP_HANDLE_TTL_SECS`, `MCP_HANDLES_TABLE`, `MCP_AWS_*_TIMEOUT_MS` (also used for keys fetched from AWS) |
+//! | listen streams | [`ListenSettings`] | `MCP_LISTEN_POLL_MS`, `MCP_LISTEN_MAX_SECS` |
 //! | auth | [`AuthSettings`] | `MCP_AUTH_*` |
 //! | logs | [`LogSettings`] | `MCP_LOG` |
 //!
@@ -33,6 +34,7 @@ use crate::{
     handler::ListSettings,
     handles::HandleSettings,
     http::HttpSettings,
+    listen::ListenSettings,
     logging::LogSettings,
     request_state::RequestStateKeys,
     serve::{LambdaSettings, LocalSettings},
@@ -58,6 +60,8 @@ pub struct Config {
     pub request_state_keys: RequestStateKeys,
     /// The handle store.
     pub handles: HandleSettings,
+    /// `subscriptions/listen` streams and the change feed.
+    pub listen: ListenSettings,
     /// OAuth resource-server settings (`MCP_AUTH_*`); `None` = auth off.
     pub auth: Option<AuthSettings>,
     /// Logs.
@@ -142,6 +146,7 @@ impl Config {
             cache: CacheHints::from_env(env)?,
             request_state_keys: RequestStateKeys::from_env(env)?,
             handles: HandleSettings::from_env(env)?,
+            listen: ListenSettings::from_env(env)?,
             auth: AuthSettings::from_env(env)?,
             log: LogSettings::from_env(env)?,
         })

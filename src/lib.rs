@@ -102,6 +102,7 @@ mod error;
 pub mod handler;
 pub mod handles;
 pub mod http;
+pub mod listen;
 pub mod logging;
 pub mod request_state;
 mod rmcp_gaps;

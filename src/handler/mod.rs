@@ -47,6 +47,7 @@ use lists::{ListContext, strip_cursor};
 use crate::{
     auth::{AuthSettings, Principal},
     cache::{CacheHint, CacheHints, CacheScope, CacheSlot},
+    listen::{self, ListKind, ListenPlan, Listener, StreamLimits},
     rmcp_gaps,
 };
 
@@ -60,6 +61,8 @@ pub(crate) struct HostedSettings {
     server_info: Value,
     /// Scope maps, when auth is on: lists show only what the caller may call.
     auth: Option<AuthSettings>,
+    /// `subscriptions/listen` served by the library, when the server publishes changes.
+    listen: Option<Arc<Listener>>,
 }
 
 impl HostedSettings {
@@ -70,6 +73,7 @@ impl HostedSettings {
         cursor_keys: &[Vec<u8>],
         auth: Option<&AuthSettings>,
         info: &ServerConfig,
+        listen: Option<Arc<Listener>>,
     ) -> Self {
         Self {
             cache: cache.clone(),
@@ -78,6 +82,36 @@ impl HostedSettings {
             server_info: serde_json::to_value(&info.server_info)
                 .expect("Implementation always serializes"),
             auth: auth.cloned(),
+            listen,
+        }
+    }
+
+    /// Records this instance's fingerprint of a full list and, the first time it is seen (or
+    /// when it changes), publishes it so listeners on other versions learn the list changed.
+    async fn fingerprint<T: serde::Serialize>(&self, list: ListKind, items: &[T]) {
+        let Some(listener) = &self.listen else {
+            return;
+        };
+        // Once per process: a deployment changes the lists, a running instance does not
+        // (a handler that changes them at run time publishes the change itself).
+        if listener.knows_fingerprint(list) {
+            return;
+        }
+        let Ok(bytes) = serde_json::to_vec(items) else {
+            return;
+        };
+        let digest = ring::digest::digest(&ring::digest::SHA256, &bytes);
+        let fingerprint: String = digest.as_ref()[..12]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        if listener.set_fingerprint(list, &fingerprint)
+            && let Err(error) = listener
+                .feed
+                .publish(&listen::Change::Fingerprint(list, fingerprint))
+                .await
+        {
+            tracing::warn!(%error, list = list.name(), "could not publish the list fingerprint");
         }
     }
 
@@ -232,6 +266,9 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             .inner
             .list_prompts(strip_cursor(&request), context)
             .await?;
+        self.settings
+            .fingerprint(ListKind::Prompts, &result.prompts)
+            .await;
         self.settings.page(result, request.as_ref(), list, false)
     }
 
@@ -285,11 +322,35 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        self.inner.accepted_subscription_filter(requested)
+        match &self.settings.listen {
+            // The front already reduced the filter to what this caller may watch.
+            Some(_) => Some(requested.clone()),
+            None => self.inner.accepted_subscription_filter(requested),
+        }
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        self.inner.listen(context).await
+        let Some(listener) = &self.settings.listen else {
+            return self.inner.listen(context).await;
+        };
+        let parts = context
+            .request_context()
+            .extensions
+            .get::<http::request::Parts>();
+        let Some(plan) = parts
+            .and_then(|p| p.extensions.get::<ListenPlan>())
+            .cloned()
+        else {
+            return Err(ErrorData::internal_error(
+                "subscriptions/listen reached the handler without the front's plan",
+                None,
+            ));
+        };
+        let limits = parts
+            .and_then(|p| p.extensions.get::<StreamLimits>())
+            .copied()
+            .unwrap_or_default();
+        listen::stream::run(context, listener, plan, limits).await
     }
 
     async fn subscribe(
@@ -332,6 +393,9 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             .inner
             .list_tools(strip_cursor(&request), context)
             .await?;
+        self.settings
+            .fingerprint(ListKind::Tools, &result.tools)
+            .await;
         let filtered = self
             .settings
             .filter_tools(list.principal.as_ref(), &mut result.tools);

@@ -332,8 +332,13 @@ impl DynamoDbHandleStore {
     }
 
     fn key(id: HandleId) -> (String, AttributeValue) {
-        (PK.to_owned(), AttributeValue::S(format!("h#{id}")))
+        (PK.to_owned(), AttributeValue::S(partition_key(id)))
     }
+}
+
+/// The partition key of a handle's item (the change feed reads handle versions by it).
+pub(crate) fn partition_key(id: HandleId) -> String {
+    format!("h#{id}")
 }
 
 fn now_ms() -> u64 {

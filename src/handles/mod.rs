@@ -77,6 +77,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use futures::future::BoxFuture;
 
 #[cfg(feature = "dynamodb")]
+pub(crate) use dynamodb::partition_key;
+#[cfg(feature = "dynamodb")]
 pub use dynamodb::{DynamoDbHandleStore, TABLE_DEFINITION, TOMBSTONE_TTL};
 pub use id::{HandleId, ParseHandleIdError};
 pub use memory::MemoryHandleStore;

@@ -19,6 +19,7 @@ pub(crate) mod code {
     pub(crate) const INVALID_REQUEST: i32 = -32600;
     pub(crate) const METHOD_NOT_FOUND: i32 = -32601;
     pub(crate) const INVALID_PARAMS: i32 = -32602;
+    pub(crate) const INTERNAL_ERROR: i32 = -32603;
     pub(crate) const HEADER_MISMATCH: i32 = -32020;
     pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32022;
 }
@@ -57,6 +58,9 @@ pub enum Rejection {
     },
     /// The method does not exist at 2026-07-28 (404, -32601).
     MethodNotFound(String),
+    /// A backend the request needs is unreachable; not the client's fault (503, -32603,
+    /// `Retry-After: 1`).
+    Unavailable(String),
 }
 
 impl From<crate::rmcp_gaps::Gap> for Rejection {
@@ -81,6 +85,7 @@ impl Rejection {
             Self::NotAcceptable => StatusCode::NOT_ACCEPTABLE,
             Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::MethodNotFound(_) => StatusCode::NOT_FOUND,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::BAD_REQUEST,
         }
     }
@@ -99,6 +104,7 @@ impl Rejection {
             Self::InvalidParams(_) => code::INVALID_PARAMS,
             Self::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
             Self::MethodNotFound(_) => code::METHOD_NOT_FOUND,
+            Self::Unavailable(_) => code::INTERNAL_ERROR,
         }
     }
 
@@ -130,6 +136,7 @@ impl Rejection {
                 supported.join(", ")
             ),
             Self::MethodNotFound(method) => format!("Method not found: {method}"),
+            Self::Unavailable(why) => format!("Unavailable: {why}"),
         }
     }
 
@@ -159,6 +166,11 @@ impl Rejection {
         response
             .headers_mut()
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        if self.status() == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
         response
     }
 }

@@ -12,6 +12,7 @@
 //! | 5. body limit and deadline | `body_limit.rs`, `deadline.rs` | 413, 408 |
 //! | 6. envelope | `envelope.rs` | 400/-32700, -32600, -32020, -32602, -32022; 404/-32601 |
 //! | 7. auth | `bearer.rs` (decisions in [`auth`](crate::auth)) | 401, 403 |
+//! | 7b. listen filter (`subscriptions/listen` only) | `listen.rs` (decisions in [`listen`](crate::listen)) | -32602, 503 |
 //! | 8. rmcp and the handler | `pipeline.rs`, [`handler`](crate::handler) | rmcp's answers |
 //! | 9. cache headers | `cache_headers.rs` | — |
 //! | 10. CORS | `cors.rs` | — |
@@ -34,6 +35,7 @@ mod deadline;
 mod envelope;
 pub mod errors;
 mod host;
+mod listen;
 mod media_types;
 mod origin_secret;
 mod pipeline;

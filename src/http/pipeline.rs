@@ -4,7 +4,7 @@
 //!
 //! | request | answer |
 //! |---|---|
-//! | `POST <MCP_PATH>` | [`McpService::mcp_post`]: media types → body limit → envelope → auth → rmcp → cache headers, then CORS |
+//! | `POST <MCP_PATH>` | [`McpService::mcp_post`]: media types → body limit → envelope → auth → (listen filter) → rmcp → cache headers, then CORS |
 //! | `OPTIONS <MCP_PATH>` | the CORS preflight |
 //! | `GET`/`DELETE <MCP_PATH>` | 405, `Allow: POST` (rmcp's legacy sessions when switched on) |
 //! | `GET /healthz` | 200 `ok`, touching neither auth nor storage |
@@ -35,7 +35,7 @@ use super::{
     bearer, body_limit, cache_headers, cors,
     envelope::{self, Checked, Era},
     errors::{HttpResponse, text_response},
-    host, media_types,
+    host, listen, media_types,
     origin_secret::{self, OriginSecretCheck},
     settings::HttpSettings,
 };
@@ -43,6 +43,7 @@ use crate::{
     auth::{Authenticator, metadata},
     cache::CacheSlot,
     handler::Hosted,
+    listen::Listener,
     rmcp_gaps,
 };
 
@@ -59,6 +60,8 @@ pub(crate) struct Front {
     pub(crate) auth: Option<Arc<Authenticator>>,
     /// The versions the handler serves, for -32022 answers.
     pub(crate) supported_versions: Vec<String>,
+    /// `subscriptions/listen` served by the library; `None` = left to the handler.
+    pub(crate) listen: Option<Arc<Listener>>,
 }
 
 /// The whole HTTP service: routes, the MCP front, rmcp behind it.
@@ -195,6 +198,15 @@ impl<H: ServerHandler> McpService<H> {
         if let Some(auth) = &front.auth {
             bearer::authorize(auth, &mut parts, &checked.method, checked.name.as_deref()).await?;
         }
+        // 7b. What a listen may watch, before rmcp acknowledges it (-32602, 503).
+        let body = match &front.listen {
+            Some(listener)
+                if checked.method == "subscriptions/listen" && checked.era == Era::Modern =>
+            {
+                listen::prepare(listener, &mut parts, body, &checked).await?
+            }
+            _ => body,
+        };
         // 8. rmcp and the wrapped handler; the cache hint comes back through the slot.
         let slot = CacheSlot::default();
         parts.extensions.insert(slot.clone());

@@ -34,6 +34,7 @@ use crate::{
     env::{ConfigError, Env},
     error::Error,
     http::McpService,
+    listen::StreamLimits,
 };
 
 /// How the function answers: buffered, or with Lambda response streaming.
@@ -75,7 +76,7 @@ impl<H: rmcp::ServerHandler> tower::Service<Request> for Buffered<H> {
     fn call(&mut self, request: Request) -> Self::Future {
         let mut inner = self.0.clone();
         Box::pin(async move {
-            let request = path_as_sent(request);
+            let request = with_stream_limits(path_as_sent(request), true);
             let response = tower::Service::call(&mut inner, request).await?;
             let (parts, body) = response.into_parts();
             let bytes = body.collect().await?.to_bytes();
@@ -112,7 +113,7 @@ impl<H: rmcp::ServerHandler> tower::Service<Request> for Streaming<H> {
     fn call(&mut self, request: Request) -> Self::Future {
         let mut inner = self.0.clone();
         Box::pin(async move {
-            let request = path_as_sent(request);
+            let request = with_stream_limits(path_as_sent(request), false);
             let response = tower::Service::call(&mut inner, request).await?;
             Ok(never_empty(response))
         })
@@ -153,6 +154,18 @@ fn never_empty(response: Response<StreamingBody>) -> Response<StreamingBody> {
         parts,
         Full::new(Bytes::from_static(PLACEHOLDER_BODY)).boxed(),
     )
+}
+
+/// Tells a listen stream when the invocation ends (the runtime's deadline, never a guess) and
+/// whether its answer is sent whole (then it long-polls: it ends after its first delivery).
+fn with_stream_limits(mut request: Request, buffered: bool) -> Request {
+    let deadline = request
+        .lambda_context_ref()
+        .map(|context| std::time::UNIX_EPOCH + std::time::Duration::from_millis(context.deadline));
+    request
+        .extensions_mut()
+        .insert(StreamLimits::new(deadline, buffered));
+    request
 }
 
 /// Routes on the path the client sent, without the stage `lambda_http` adds.

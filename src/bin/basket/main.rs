@@ -32,8 +32,12 @@ async fn main() -> anyhow::Result<()> {
     let config = mcp_lambda::Config::load().await?;
     mcp_lambda::init_tracing(&config);
     let handles = config.handles.open().await?;
-    let basket = Basket::new(handles, config.handles.ttl);
+    // Changes to a basket reach its owner's `subscriptions/listen` streams on every instance.
+    let changes = config.listen.open(&config.handles, handles.clone()).await?;
+    let basket = Basket::new(handles, config.handles.ttl).with_changes(changes.clone());
     mcp_lambda::App::new(config)
+        .changes(&changes)
+        .watch_resources(tools::watch)
         .server(move || basket.clone())
         .run()
         .await?;

@@ -20,7 +20,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_lambda::Principal;
 use mcp_lambda::handles::{Handle, HandleError, HandleId, HandleStore};
+use mcp_lambda::listen::{Changes, Watch};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::{ContentBlock, IntoContents};
@@ -61,6 +63,8 @@ pub(crate) struct Basket {
     handles: Arc<dyn HandleStore>,
     ttl: Duration,
     tool_router: Arc<ToolRouter<Self>>,
+    /// Where `basket://{id}` listeners hear of changes; `None` = nobody listens.
+    changes: Option<Changes>,
 }
 
 /// Arguments naming a basket.
@@ -315,7 +319,14 @@ impl Basket {
             handles,
             ttl,
             tool_router: Arc::new(router),
+            changes: None,
         }
+    }
+
+    /// Tells `basket://{id}` listeners (through `changes`) of every change to their basket.
+    pub(crate) fn with_changes(mut self, changes: Changes) -> Self {
+        self.changes = Some(changes);
+        self
     }
 
     #[tool(
@@ -480,6 +491,7 @@ impl Basket {
             // Deleting at the version read makes the summary exactly what was checked out.
             match self.handles.delete(&owner, id, Some(handle.version)).await {
                 Ok(()) => {
+                    self.published(id).await;
                     return Ok(Json(CheckoutSummary {
                         basket_id: id.to_string(),
                         status: "checked_out".into(),
@@ -541,13 +553,27 @@ impl Basket {
                 .update(owner, id, handle.version, data, self.ttl)
                 .await
             {
-                Ok(handle) => return Ok((handle, contents)),
+                Ok(handle) => {
+                    self.published(id).await;
+                    return Ok((handle, contents));
+                }
                 Err(HandleError::Conflict { .. }) => backoff(attempt).await,
                 Err(e) => return Err(self.explain_write(e, unconfirmed)),
             }
         }
         tracing::warn!(attempts = MAX_ATTEMPTS, "basket update kept conflicting");
         Err(ToolError::Busy)
+    }
+
+    /// After a basket's handle was written: its listeners hear of it. On DynamoDB the handle's
+    /// new version is the signal and this costs nothing; in memory it wakes the listeners.
+    async fn published(&self, id: HandleId) {
+        if let Some(changes) = &self.changes
+            && let Err(error) = changes.handle_updated(id).await
+        {
+            // The change itself landed; a listener still sees it at its next poll.
+            tracing::warn!(%error, "could not publish a basket change");
+        }
     }
 
     /// Parses a client-supplied id; anything that is not a handle id is simply not a basket.
@@ -594,6 +620,15 @@ impl Basket {
             expires_after_idle_secs: self.ttl.as_secs(),
         }
     }
+}
+
+/// What a listener of `basket://{basket_id}` watches: the basket's handle, if it is the
+/// caller's (the library checks owner and expiry before acknowledging). Anything else is not
+/// a basket and is dropped.
+pub(crate) fn watch(uri: &str, caller: Option<&Principal>) -> Option<Watch> {
+    let id: HandleId = uri.strip_prefix("basket://")?.trim().parse().ok()?;
+    let owner = caller.map_or_else(|| ANONYMOUS_OWNER.to_owned(), Principal::owner_key);
+    Some(Watch::Handle { owner, id })
 }
 
 /// The request's principal as a handle owner; one shared owner when auth is off.

@@ -1,0 +1,241 @@
+//! The DynamoDB feed: items in the handles table, read in one `BatchGetItem` per poll.
+//!
+//! | item (`pk`) | attributes | written by |
+//! |---|---|---|
+//! | `l#tools`, `l#prompts`, `l#resources` | `version` (N, +1 per publish), `fp` (S, the latest instance's fingerprint) | [`Change::List`], [`Change::Fingerprint`]: one `UpdateItem` |
+//! | `r#<uri>` | `version` (N), `expires_at` (the table's TTL, [`RESOURCE_ITEM_TTL`] after the last publish) | [`Change::Resource`]: one `UpdateItem` |
+//! | `h#<uuid>` (a handle) | `version`, `owner`, `expires_at_ms`, `deleted` | the handle store; [`Change::Handle`] writes nothing |
+//!
+//! A read is one strongly consistent `BatchGetItem` projecting only those attributes (a
+//! handle's data is never read), so one poll costs one request and about one read unit per
+//! watched item whatever its size. Keys DynamoDB leaves unprocessed (throttling) are
+//! [`Observed::Unknown`] and read again at the next poll.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::DisplayErrorContext;
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+use futures::future::{BoxFuture, FutureExt};
+
+use super::{Change, ChangeFeed, Changes, FeedError, Mark, Observed, OpenError, Watch};
+use crate::aws::AwsTimeouts;
+
+/// How long a resource's feed item outlives its last publish (the table's TTL sweeps it).
+pub const RESOURCE_ITEM_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
+type Item = HashMap<String, AttributeValue>;
+
+/// A [`ChangeFeed`] on the handles table, shared by every instance.
+#[derive(Debug, Clone)]
+pub struct DynamoDbFeed {
+    client: Client,
+    table: String,
+}
+
+pub(super) async fn open(table: &str, timeouts: &AwsTimeouts) -> Result<Changes, OpenError> {
+    let sdk = crate::aws::loader(timeouts).load().await;
+    if sdk.region().is_none() {
+        return Err(OpenError::Table {
+            table: table.to_owned(),
+            reason: "no AWS region; set AWS_REGION (Lambda sets it)".into(),
+        });
+    }
+    Ok(Changes::new(DynamoDbFeed::new(Client::new(&sdk), table)))
+}
+
+fn key(watch: &Watch) -> String {
+    match watch {
+        Watch::List(list) => format!("l#{}", list.name()),
+        Watch::Resource(uri) => format!("r#{uri}"),
+        Watch::Handle { id, .. } => crate::handles::partition_key(*id),
+    }
+}
+
+fn now() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+fn number(item: &Item, name: &str) -> Option<u64> {
+    match item.get(name)? {
+        AttributeValue::N(n) => n.parse().ok(),
+        _ => None,
+    }
+}
+
+fn text<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+    match item.get(name)? {
+        AttributeValue::S(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// What one item says about the watch it answers.
+fn observe(watch: &Watch, item: Option<&Item>) -> Observed {
+    let Some(item) = item else {
+        return Observed::Absent;
+    };
+    let version = number(item, "version").unwrap_or(0);
+    match watch {
+        Watch::Handle { owner, .. } => {
+            let live = text(item, "owner") == Some(owner.as_str())
+                && !matches!(item.get("deleted"), Some(AttributeValue::Bool(true)))
+                && number(item, "expires_at_ms").is_some_and(|e| u128::from(e) > now().as_millis());
+            if live {
+                Observed::Present(Mark {
+                    version,
+                    fingerprint: None,
+                })
+            } else {
+                Observed::Absent
+            }
+        }
+        _ => Observed::Present(Mark {
+            version,
+            fingerprint: text(item, "fp").map(str::to_owned),
+        }),
+    }
+}
+
+impl DynamoDbFeed {
+    /// A feed on `table` (the handles table, laid out as `infra/handles-table.json`).
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    async fn update(&self, pk: String, expression: &str, values: Item) -> Result<(), FeedError> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(pk))
+            .update_expression(expression)
+            .set_expression_attribute_values(Some(values))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|error| FeedError::Unavailable(DisplayErrorContext(error).to_string()))
+    }
+}
+
+impl ChangeFeed for DynamoDbFeed {
+    fn publish<'a>(&'a self, change: &'a Change) -> BoxFuture<'a, Result<(), FeedError>> {
+        async move {
+            let n = |v: u64| AttributeValue::N(v.to_string());
+            match change {
+                Change::List(list) => {
+                    let pk = key(&Watch::List(*list));
+                    self.update(
+                        pk,
+                        "ADD version :one",
+                        HashMap::from([(":one".into(), n(1))]),
+                    )
+                    .await
+                }
+                Change::Resource(uri) => {
+                    if uri.is_empty() || uri.len() > super::MAX_URI_BYTES {
+                        return Err(FeedError::Invalid(format!(
+                            "a resource URI must be 1 to {} bytes",
+                            super::MAX_URI_BYTES
+                        )));
+                    }
+                    let expires = (now() + RESOURCE_ITEM_TTL).as_secs();
+                    self.update(
+                        key(&Watch::Resource(uri.clone())),
+                        "ADD version :one SET expires_at = :expires",
+                        HashMap::from([(":one".into(), n(1)), (":expires".into(), n(expires))]),
+                    )
+                    .await
+                }
+                Change::Fingerprint(list, fingerprint) => {
+                    self.update(
+                        key(&Watch::List(*list)),
+                        "SET fp = :fp",
+                        HashMap::from([(":fp".into(), AttributeValue::S(fingerprint.clone()))]),
+                    )
+                    .await
+                }
+                // The handle's own write bumped its version: nothing to publish.
+                Change::Handle(_) => Ok(()),
+            }
+        }
+        .boxed()
+    }
+
+    fn read<'a>(&'a self, watches: &'a [Watch]) -> BoxFuture<'a, Result<Vec<Observed>, FeedError>> {
+        async move {
+            if watches.is_empty() {
+                return Ok(Vec::new());
+            }
+            if watches.len() > super::MAX_WATCHED_ITEMS {
+                return Err(FeedError::Invalid(format!(
+                    "{} items; at most {} per read",
+                    watches.len(),
+                    super::MAX_WATCHED_ITEMS
+                )));
+            }
+            let keys: Vec<String> = watches.iter().map(key).collect();
+            let request = KeysAndAttributes::builder()
+                .set_keys(Some(
+                    keys.iter()
+                        .map(|k| HashMap::from([("pk".to_owned(), AttributeValue::S(k.clone()))]))
+                        .collect(),
+                ))
+                .projection_expression("#pk, #version, #fp, #owner, #expires, #deleted")
+                .expression_attribute_names("#pk", "pk")
+                .expression_attribute_names("#version", "version")
+                .expression_attribute_names("#fp", "fp")
+                .expression_attribute_names("#owner", "owner")
+                .expression_attribute_names("#expires", "expires_at_ms")
+                .expression_attribute_names("#deleted", "deleted")
+                .consistent_read(true)
+                .build()
+                .map_err(|error| FeedError::Invalid(error.to_string()))?;
+            let output = self
+                .client
+                .batch_get_item()
+                .request_items(&self.table, request)
+                .send()
+                .await
+                .map_err(|error| FeedError::Unavailable(DisplayErrorContext(error).to_string()))?;
+            let mut items: HashMap<String, Item> = HashMap::new();
+            for item in output
+                .responses()
+                .and_then(|r| r.get(&self.table))
+                .into_iter()
+                .flatten()
+            {
+                if let Some(pk) = text(item, "pk") {
+                    items.insert(pk.to_owned(), item.clone());
+                }
+            }
+            let unprocessed: Vec<String> = output
+                .unprocessed_keys()
+                .and_then(|u| u.get(&self.table))
+                .map(|k| {
+                    k.keys()
+                        .iter()
+                        .filter_map(|key| text(key, "pk").map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            Ok(watches
+                .iter()
+                .zip(keys)
+                .map(|(watch, pk)| {
+                    if unprocessed.contains(&pk) {
+                        Observed::Unknown
+                    } else {
+                        observe(watch, items.get(&pk))
+                    }
+                })
+                .collect())
+        }
+        .boxed()
+    }
+}

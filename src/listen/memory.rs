@@ -1,0 +1,98 @@
+//! The in-memory feed: one process, listeners woken at once by a publish.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use futures::future::{BoxFuture, FutureExt};
+use tokio::sync::watch;
+
+use super::{Change, ChangeFeed, FeedError, Mark, Observed, Watch};
+use crate::handles::{HandleError, HandleStore};
+
+/// A [`ChangeFeed`] in this process's memory: what `cargo run` and tests use.
+///
+/// Handle-backed resources are read from `handles` (the in-memory handle store of the same
+/// process); without one they are never present.
+pub struct MemoryFeed {
+    marks: Mutex<HashMap<Watch, Mark>>,
+    handles: Option<Arc<dyn HandleStore>>,
+    published: watch::Sender<u64>,
+}
+
+impl fmt::Debug for MemoryFeed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryFeed").finish_non_exhaustive()
+    }
+}
+
+impl MemoryFeed {
+    /// An empty feed; `handles` is where handle-backed resources live.
+    pub fn new(handles: Option<Arc<dyn HandleStore>>) -> Self {
+        Self {
+            marks: Mutex::new(HashMap::new()),
+            handles,
+            published: watch::Sender::new(0),
+        }
+    }
+
+    fn bump(&self, key: Watch, fingerprint: Option<String>) {
+        let mut marks = self.marks.lock().expect("feed lock");
+        let mark = marks.entry(key).or_insert(Mark {
+            version: 0,
+            fingerprint: None,
+        });
+        match fingerprint {
+            Some(fingerprint) => mark.fingerprint = Some(fingerprint),
+            None => mark.version += 1,
+        }
+    }
+}
+
+impl ChangeFeed for MemoryFeed {
+    fn publish<'a>(&'a self, change: &'a Change) -> BoxFuture<'a, Result<(), FeedError>> {
+        match change {
+            Change::List(list) => self.bump(Watch::List(*list), None),
+            Change::Resource(uri) => self.bump(Watch::Resource(uri.clone()), None),
+            Change::Fingerprint(list, fingerprint) => {
+                self.bump(Watch::List(*list), Some(fingerprint.clone()))
+            }
+            // The handle store holds the version; only wake the listeners.
+            Change::Handle(_) => {}
+        }
+        self.published.send_modify(|n| *n += 1);
+        futures::future::ready(Ok(())).boxed()
+    }
+
+    fn read<'a>(&'a self, watches: &'a [Watch]) -> BoxFuture<'a, Result<Vec<Observed>, FeedError>> {
+        async move {
+            let mut seen = Vec::with_capacity(watches.len());
+            for watch in watches {
+                let observed = match watch {
+                    Watch::Handle { owner, id } => match &self.handles {
+                        Some(store) => match store.get(owner, *id).await {
+                            Ok(handle) => Observed::Present(Mark {
+                                version: handle.version,
+                                fingerprint: None,
+                            }),
+                            Err(HandleError::NotFound) => Observed::Absent,
+                            Err(error) => return Err(FeedError::Unavailable(error.to_string())),
+                        },
+                        None => Observed::Absent,
+                    },
+                    key => match self.marks.lock().expect("feed lock").get(key) {
+                        Some(mark) => Observed::Present(mark.clone()),
+                        None => Observed::Absent,
+                    },
+                };
+                seen.push(observed);
+            }
+            Ok(seen)
+        }
+        .boxed()
+    }
+
+    fn wake(&self) -> Option<watch::Receiver<u64>> {
+        Some(self.published.subscribe())
+    }
+}

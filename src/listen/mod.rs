@@ -1,0 +1,66 @@
+//! `subscriptions/listen` across instances: a change feed any instance publishes to and every
+//! listener hears.
+//!
+//! A handler publishes what changed through [`Changes`] (a tool, prompt or resource list, one
+//! resource's content); the library serves `subscriptions/listen` for it. rmcp sends the
+//! acknowledgment, enforces the accepted filter and writes the closing result; this module
+//! decides what a listener may watch ([`Listener::plan`]), then polls the feed
+//! ([`stream::run`]) and turns every change it sees into the notification the filter asked for.
+//!
+//! Two feeds behind [`ChangeFeed`], chosen like the handle store
+//! ([`ListenSettings::open`]): in memory (one process; a publish wakes its listeners at once)
+//! and DynamoDB (every instance sharing `MCP_HANDLES_TABLE`; no second table, no other
+//! service). A listener reads every item it watches in **one request per poll**, whatever their
+//! number (`BatchGetItem`, at most [`MAX_WATCHED_ITEMS`] keys), every `MCP_LISTEN_POLL_MS`; a
+//! change is delivered within two poll intervals.
+//!
+//! What a listener may watch:
+//! - the three lists (`toolsListChanged`, `promptsListChanged`, `resourcesListChanged`), which
+//!   everyone may watch;
+//! - up to [`MAX_RESOURCE_SUBSCRIPTIONS`] resource URIs, each resolved by the handler's
+//!   [`ResourceWatch`] for the caller's principal. A URI the caller may not read, an unknown,
+//!   expired or foreign handle, a URI longer than [`MAX_URI_BYTES`] and a malformed one are all
+//!   dropped from the accepted filter the same way (no oracle). A resource backed by a handle
+//!   ([`Watch::Handle`]) is watched through the handle's own `version`: the handle write is the
+//!   change, so publishing costs no DynamoDB request.
+//!
+//! Every stream ends with the empty `subscriptions/listen` result before whichever comes first:
+//! `MCP_LISTEN_MAX_SECS`, the Lambda invocation's deadline minus [`DEADLINE_MARGIN`], or the
+//! server's [`Shutdown`](crate::shutdown::Shutdown). The client then listens again; nothing is
+//! lost, because it re-reads what it cares about when it reconnects.
+
+mod feed;
+mod memory;
+mod plan;
+mod settings;
+pub(crate) mod stream;
+
+#[cfg(feature = "dynamodb")]
+mod dynamodb;
+
+pub use feed::{Change, ChangeFeed, Changes, FeedError, ListKind, Mark, Observed, Watch};
+pub use memory::MemoryFeed;
+pub(crate) use plan::{ListenPlan, Listener};
+pub use plan::{ListenRefusal, ResourceWatch};
+pub use settings::{ListenSettings, OpenError};
+pub use stream::StreamLimits;
+
+#[cfg(feature = "dynamodb")]
+pub use dynamodb::{DynamoDbFeed, RESOURCE_ITEM_TTL};
+
+use std::time::Duration;
+
+/// The most `resourceSubscriptions` one listen may name; more is refused with -32602.
+///
+/// With the three list items, every watched item fits one `BatchGetItem` (100 keys).
+pub const MAX_RESOURCE_SUBSCRIPTIONS: usize = 64;
+
+/// The most items one listener reads per poll: the three lists and the resources.
+pub const MAX_WATCHED_ITEMS: usize = 3 + MAX_RESOURCE_SUBSCRIPTIONS;
+
+/// The longest resource URI a listener may watch, in bytes; a longer one is dropped.
+pub const MAX_URI_BYTES: usize = 1024;
+
+/// How long before the Lambda invocation's deadline a listen stream ends, so its closing
+/// result is written before the runtime stops the invocation.
+pub const DEADLINE_MARGIN: Duration = Duration::from_secs(3);

@@ -1,0 +1,97 @@
+//! `MCP_LISTEN_*`: how often listeners poll, how long a stream lives, and which feed.
+//!
+//! | variable | default | meaning |
+//! |---|---|---|
+//! | `MCP_LISTEN_POLL_MS` | `1000` | how often a listener reads the feed (100–60000); a change arrives within two intervals |
+//! | `MCP_LISTEN_MAX_SECS` | `300` | the longest a listen stream stays open (1–900) before it ends with its result |
+//!
+//! The feed follows the handle store: `MCP_HANDLES_TABLE` set → the DynamoDB feed on that
+//! table, otherwise in memory.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Changes, MemoryFeed};
+use crate::env::{ConfigError, Env};
+use crate::handles::{HandleSettings, HandleStore};
+
+/// The listen settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListenSettings {
+    /// How often a listener reads the feed (`MCP_LISTEN_POLL_MS`).
+    pub poll: Duration,
+    /// The longest a listen stream stays open (`MCP_LISTEN_MAX_SECS`).
+    pub max: Duration,
+}
+
+impl Default for ListenSettings {
+    fn default() -> Self {
+        Self {
+            poll: Duration::from_millis(1000),
+            max: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Why the change feed could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The table is unusable for the feed.
+    #[error("cannot use DynamoDB table {table} for the change feed: {reason}")]
+    Table {
+        /// The table.
+        table: String,
+        /// What is wrong and what to do.
+        reason: String,
+    },
+}
+
+impl ListenSettings {
+    /// Reads `MCP_LISTEN_POLL_MS` and `MCP_LISTEN_MAX_SECS`.
+    pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            poll: Duration::from_millis(env.number(
+                "MCP_LISTEN_POLL_MS",
+                1000,
+                100..=60_000,
+                "whole milliseconds between 100 and 60000, e.g. 1000",
+            )?),
+            max: env.secs(
+                "MCP_LISTEN_MAX_SECS",
+                300,
+                1..=900,
+                "whole seconds between 1 and 900, e.g. 300",
+            )?,
+        })
+    }
+
+    /// The change feed for this deployment: DynamoDB on `MCP_HANDLES_TABLE` when it is set,
+    /// otherwise in memory beside `handles` (the store [`HandleSettings::open`] returned).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = mcp_lambda::Config::load().await?;
+    /// let handles = config.handles.open().await?;
+    /// let changes = config.listen.open(&config.handles, handles.clone()).await?;
+    /// # let _ = changes; Ok(())
+    /// # }
+    /// ```
+    pub async fn open(
+        &self,
+        handles: &HandleSettings,
+        store: Arc<dyn HandleStore>,
+    ) -> Result<Changes, OpenError> {
+        match &handles.table {
+            #[cfg(feature = "dynamodb")]
+            Some(table) => super::dynamodb::open(table, &handles.timeouts).await,
+            #[cfg(not(feature = "dynamodb"))]
+            Some(table) => Err(OpenError::Table {
+                table: table.clone(),
+                reason: "this build lacks the `dynamodb` feature".into(),
+            }),
+            None => Ok(Changes::new(MemoryFeed::new(Some(store)))),
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! One open listen stream: poll, compare with the last read, notify, and end in time.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use rmcp::{ErrorData, service::SubscriptionContext, service::SubscriptionSendError};
+
+use super::{DEADLINE_MARGIN, ListKind, ListenPlan, Listener, Mark, Observed, Watch};
+
+/// Limits the place a request runs in puts on a listen stream; the Lambda adapter inserts it
+/// into the request's extensions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamLimits {
+    /// When the invocation ends (the Lambda context's deadline); the stream ends
+    /// [`DEADLINE_MARGIN`] before.
+    pub deadline: Option<SystemTime>,
+    /// The response is sent whole (buffered Lambda): the stream ends after its first
+    /// notifications, so the client gets them now (long polling) instead of at the end.
+    pub long_poll: bool,
+}
+
+impl StreamLimits {
+    /// Limits for an invocation that must end by `deadline`.
+    pub fn new(deadline: Option<SystemTime>, long_poll: bool) -> Self {
+        Self {
+            deadline,
+            long_poll,
+        }
+    }
+}
+
+/// When a stream opened now must end: `max`, or the deadline minus the margin.
+fn end_of_stream(max: Duration, limits: &StreamLimits) -> Instant {
+    let now = Instant::now();
+    let mut end = now + max;
+    if let Some(deadline) = limits.deadline {
+        let left = deadline
+            .duration_since(SystemTime::now())
+            .unwrap_or_default()
+            .saturating_sub(DEADLINE_MARGIN);
+        end = end.min(now + left);
+    }
+    end
+}
+
+/// Whether a watched item changed between two reads.
+fn changed(watch: &Watch, before: &Observed, now: &Observed) -> bool {
+    let mark = |seen: &Observed| match seen {
+        Observed::Present(mark) => Some(mark.clone()),
+        Observed::Absent => Some(Mark {
+            version: 0,
+            fingerprint: None,
+        }),
+        Observed::Unknown => None,
+    };
+    let (Some(before), Some(now)) = (mark(before), mark(now)) else {
+        return false;
+    };
+    match watch {
+        // A fingerprint only ever replaces another: an item without one says nothing about it.
+        Watch::List(_) => {
+            now.version != before.version
+                || (now.fingerprint.is_some() && now.fingerprint != before.fingerprint)
+        }
+        _ => now != before,
+    }
+}
+
+/// Runs one accepted listen until it must end; `Ok` makes rmcp send the closing result.
+pub(crate) async fn run(
+    subscription: SubscriptionContext,
+    listener: &Listener,
+    plan: ListenPlan,
+    limits: StreamLimits,
+) -> Result<(), ErrorData> {
+    let end = tokio::time::Instant::from_std(end_of_stream(listener.settings.max, &limits));
+    // rmcp reduced the filter to what the server advertises: watch only what was accepted.
+    let accepted = subscription.accepted().clone();
+    let accepted_uris = accepted.resource_subscriptions.unwrap_or_default();
+    let mut watched = Vec::new();
+    let mut last = Vec::new();
+    for (entry, seen) in plan.watched.iter().zip(plan.baseline) {
+        let on = match &entry.watch {
+            Watch::List(ListKind::Tools) => accepted.tools_list_changed == Some(true),
+            Watch::List(ListKind::Prompts) => accepted.prompts_list_changed == Some(true),
+            Watch::List(ListKind::Resources) => accepted.resources_list_changed == Some(true),
+            _ => entry
+                .uri
+                .as_ref()
+                .is_some_and(|u| accepted_uris.contains(u)),
+        };
+        if on {
+            watched.push(entry.clone());
+            last.push(seen);
+        }
+    }
+    let watches: Vec<Watch> = watched.iter().map(|w| w.watch.clone()).collect();
+    let mut wake = listener.feed.wake();
+    let shutdown = &listener.shutdown;
+    let poll = listener.settings.poll;
+    let sink = subscription.sink().clone();
+    let mut failures = 0u32;
+    loop {
+        let next_poll = tokio::time::sleep(poll);
+        tokio::select! {
+            biased;
+            () = subscription.cancelled() => return Ok(()),
+            () = shutdown.triggered() => return Ok(()),
+            () = tokio::time::sleep_until(end) => return Ok(()),
+            () = next_poll => {}
+            Ok(()) = async {
+                match wake.as_mut() {
+                    Some(wake) => wake.changed().await.map_err(|_| ()),
+                    None => std::future::pending().await,
+                }
+            } => {}
+        }
+        if watches.is_empty() {
+            continue;
+        }
+        let read = tokio::select! {
+            biased;
+            () = subscription.cancelled() => return Ok(()),
+            () = shutdown.triggered() => return Ok(()),
+            () = tokio::time::sleep_until(end) => return Ok(()),
+            read = listener.feed.read(&watches) => read,
+        };
+        let now = match read {
+            Ok(now) => {
+                failures = 0;
+                now
+            }
+            Err(error) => {
+                // Logged once per outage, not once per poll.
+                if failures == 0 {
+                    tracing::warn!(%error, "listen: the change feed could not be read; retrying at the poll interval");
+                }
+                failures += 1;
+                continue;
+            }
+        };
+        let mut delivered = false;
+        for ((entry, before), seen) in watched.iter().zip(last.iter_mut()).zip(now) {
+            if !changed(&entry.watch, before, &seen) {
+                continue;
+            }
+            *before = seen;
+            let sent = match (&entry.watch, &entry.uri) {
+                (Watch::List(ListKind::Tools), _) => sink.notify_tool_list_changed().await,
+                (Watch::List(ListKind::Prompts), _) => sink.notify_prompt_list_changed().await,
+                (Watch::List(ListKind::Resources), _) => sink.notify_resource_list_changed().await,
+                (_, Some(uri)) => sink.notify_resource_updated(uri.clone()).await,
+                (_, None) => Ok(()),
+            };
+            match sent {
+                Ok(()) => delivered = true,
+                // The client went away: nobody is left to read a result.
+                Err(
+                    SubscriptionSendError::SubscriptionClosed | SubscriptionSendError::Service(_),
+                ) => {
+                    return Ok(());
+                }
+                Err(error) => tracing::debug!(%error, "listen: notification not sent"),
+            }
+        }
+        if delivered && limits.long_poll {
+            return Ok(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(version: u64, fingerprint: Option<&str>) -> Observed {
+        Observed::Present(Mark {
+            version,
+            fingerprint: fingerprint.map(str::to_owned),
+        })
+    }
+
+    #[test]
+    fn a_list_changes_with_its_version_or_a_new_fingerprint() {
+        let list = Watch::List(ListKind::Tools);
+        assert!(!changed(&list, &at(1, Some("a")), &at(1, Some("a"))));
+        assert!(changed(&list, &at(1, Some("a")), &at(2, Some("a"))));
+        assert!(changed(&list, &at(1, Some("a")), &at(1, Some("b"))));
+        // An item nobody fingerprinted yet says nothing about this instance's fingerprint.
+        assert!(!changed(&list, &at(0, Some("a")), &Observed::Absent));
+        assert!(!changed(&list, &at(1, None), &Observed::Unknown));
+    }
+
+    #[test]
+    fn a_resource_changes_when_it_appears_disappears_or_moves() {
+        let resource = Watch::Resource("file:///a".into());
+        assert!(changed(&resource, &Observed::Absent, &at(1, None)));
+        assert!(changed(&resource, &at(3, None), &Observed::Absent));
+        assert!(changed(&resource, &at(3, None), &at(4, None)));
+        assert!(!changed(&resource, &at(3, None), &at(3, None)));
+        assert!(!changed(&resource, &at(3, None), &Observed::Unknown));
+    }
+
+    #[test]
+    fn a_stream_ends_before_the_invocation_deadline() {
+        let max = Duration::from_secs(300);
+        let soon = SystemTime::now() + Duration::from_secs(10);
+        let end = end_of_stream(max, &StreamLimits::new(Some(soon), false));
+        let left = end - Instant::now();
+        assert!(
+            left <= Duration::from_secs(10) - DEADLINE_MARGIN,
+            "{left:?}"
+        );
+        assert!(left >= Duration::from_secs(5), "{left:?}");
+        let past = SystemTime::now() - Duration::from_secs(1);
+        let end = end_of_stream(max, &StreamLimits::new(Some(past), false));
+        assert!(end <= Instant::now());
+        let end = end_of_stream(max, &StreamLimits::default());
+        assert!(end - Instant::now() > Duration::from_secs(299));
+    }
+}

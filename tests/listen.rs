@@ -1,0 +1,476 @@
+//! `subscriptions/listen` served by the library for any handler that publishes changes, in
+//! one process on the in-memory feed: the acknowledgment, delivery of exactly what the accepted
+//! filter asks for, owner-bound resource subscriptions, and every way a stream ends with its
+//! result (the maximum, the invocation deadline, shutdown).
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::Bytes;
+use http::Request;
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use mcp_lambda::handles::{HandleId, HandleStore};
+use mcp_lambda::listen::{Changes, StreamLimits, Watch};
+use mcp_lambda::{App, Config, McpService, Principal};
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+        Tool,
+    },
+    service::RequestContext,
+};
+use serde_json::{Value, json};
+use support::fixture;
+use tower::ServiceExt as _;
+
+/// A server whose tool list and resources change: it advertises list changes and resource
+/// subscriptions, and publishes through `Changes` (held by the test).
+#[derive(Clone)]
+struct Changing;
+
+impl ServerHandler for Changing {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("changing", "1.0.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let schema = json!({"type": "object", "properties": {}});
+        Ok(ListToolsResult::with_all_items(vec![Tool::new(
+            "noop",
+            "Does nothing.",
+            schema.as_object().unwrap().clone(),
+        )]))
+    }
+}
+
+/// `file:///public/*` for anyone; `handle://<uuid>` through the caller's handle; nothing else.
+fn watch(uri: &str, caller: Option<&Principal>) -> Option<Watch> {
+    if uri.starts_with("file:///public/") {
+        return Some(Watch::Resource(uri.to_owned()));
+    }
+    let id: HandleId = uri.strip_prefix("handle://")?.parse().ok()?;
+    let owner = caller.map_or_else(|| "anonymous".to_owned(), Principal::owner_key);
+    Some(Watch::Handle { owner, id })
+}
+
+struct Setup {
+    service: McpService<Changing>,
+    changes: Changes,
+    handles: Arc<dyn HandleStore>,
+    shutdown: mcp_lambda::shutdown::Shutdown,
+}
+
+async fn setup(vars: &[(&str, &str)]) -> Setup {
+    let config = fixture::config(vars);
+    let handles = config.handles.open().await.unwrap();
+    let changes = config
+        .listen
+        .open(&config.handles, handles.clone())
+        .await
+        .unwrap();
+    let server = App::new(config)
+        .changes(&changes)
+        .watch_resources(watch)
+        .server(|| Changing);
+    Setup {
+        service: server.service(),
+        shutdown: server.shutdown(),
+        changes,
+        handles,
+    }
+}
+
+/// An open SSE answer, read message by message.
+struct Stream {
+    body: BoxBody<Bytes, std::convert::Infallible>,
+    buffer: String,
+    status: http::StatusCode,
+    content_type: String,
+}
+
+impl Stream {
+    /// The next JSON message, or `None` when the stream ended; panics after `within`.
+    async fn next(&mut self, within: Duration) -> Option<Value> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                let data: Vec<&str> = event
+                    .lines()
+                    .filter_map(|line| line.strip_prefix("data:"))
+                    .map(str::trim_start)
+                    .collect();
+                if data.is_empty() {
+                    continue; // a keep-alive comment
+                }
+                return Some(serde_json::from_str(&data.join("\n")).unwrap());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let frame = tokio::time::timeout(left, self.body.frame())
+                .await
+                .expect("the stream stayed silent too long");
+            match frame {
+                None => return None,
+                Some(frame) => {
+                    if let Ok(data) = frame.unwrap().into_data() {
+                        self.buffer.push_str(&String::from_utf8_lossy(&data));
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn listen_with(
+    service: &McpService<Changing>,
+    id: Value,
+    filter: Value,
+    limits: Option<StreamLimits>,
+) -> Stream {
+    let (headers, body) = fixture::modern(
+        id,
+        "subscriptions/listen",
+        json!({ "notifications": filter }),
+    );
+    let mut request = Request::builder()
+        .method("POST")
+        .uri("http://127.0.0.1:3000/mcp")
+        .header("host", "127.0.0.1:3000");
+    for (k, v) in &headers {
+        request = request.header(k.as_str(), v.as_str());
+    }
+    let mut request = request.body(Full::new(Bytes::from(body))).unwrap();
+    if let Some(limits) = limits {
+        request.extensions_mut().insert(limits);
+    }
+    let response = service.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    Stream {
+        body: response.into_body(),
+        buffer: String::new(),
+        status,
+        content_type,
+    }
+}
+
+async fn listen(service: &McpService<Changing>, id: Value, filter: Value) -> Stream {
+    listen_with(service, id, filter, None).await
+}
+
+fn method(message: &Value) -> &str {
+    message["method"].as_str().unwrap_or("")
+}
+
+/// Reads the acknowledgment and returns the accepted filter.
+async fn acknowledged(stream: &mut Stream, id: &Value) -> Value {
+    assert_eq!(stream.status, 200);
+    assert!(
+        stream.content_type.starts_with("text/event-stream"),
+        "{}",
+        stream.content_type
+    );
+    let ack = stream
+        .next(Duration::from_secs(5))
+        .await
+        .expect("an acknowledgment");
+    assert_eq!(
+        method(&ack),
+        "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(
+        &ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        id
+    );
+    ack["params"]["notifications"].clone()
+}
+
+/// Reads until the closing result and checks it.
+async fn closing_result(stream: &mut Stream, id: &Value, within: Duration) {
+    loop {
+        let message = stream
+            .next(within)
+            .await
+            .expect("the closing result before the end");
+        if message.get("result").is_some() {
+            assert_eq!(&message["id"], id);
+            assert_eq!(message["result"]["resultType"], "complete", "{message}");
+            assert_eq!(
+                &message["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+                id
+            );
+            assert!(
+                stream.next(within).await.is_none(),
+                "nothing after the result"
+            );
+            return;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_list_change_reaches_the_listener_that_asked_and_nobody_else() {
+    let s = setup(&[("MCP_LISTEN_POLL_MS", "5000")]).await;
+    let tools_id = json!("tools-1");
+    let mut tools = listen(
+        &s.service,
+        tools_id.clone(),
+        json!({"toolsListChanged": true}),
+    )
+    .await;
+    let accepted = acknowledged(&mut tools, &tools_id).await;
+    assert_eq!(accepted, json!({"toolsListChanged": true}));
+    let resources_id = json!(7);
+    let mut resources = listen(
+        &s.service,
+        resources_id.clone(),
+        json!({"resourcesListChanged": true}),
+    )
+    .await;
+    acknowledged(&mut resources, &resources_id).await;
+
+    // The in-memory feed wakes listeners at once, well before the 5 s poll.
+    let published = Instant::now();
+    s.changes.tools_list_changed().await.unwrap();
+    let note = tools.next(Duration::from_secs(2)).await.unwrap();
+    assert_eq!(method(&note), "notifications/tools/list_changed", "{note}");
+    assert_eq!(
+        note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        tools_id
+    );
+    assert!(published.elapsed() < Duration::from_secs(2));
+
+    // The resources listener heard nothing of it, and hears its own change.
+    s.changes.resources_list_changed().await.unwrap();
+    let note = resources.next(Duration::from_secs(2)).await.unwrap();
+    assert_eq!(
+        method(&note),
+        "notifications/resources/list_changed",
+        "{note}"
+    );
+    assert_eq!(
+        note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        7
+    );
+
+    s.shutdown.trigger();
+    closing_result(&mut tools, &tools_id, Duration::from_secs(5)).await;
+    closing_result(&mut resources, &resources_id, Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn resource_subscriptions_are_owner_bound_and_dropped_without_an_oracle() {
+    let s = setup(&[("MCP_LISTEN_POLL_MS", "100")]).await;
+    let ttl = Duration::from_secs(60);
+    let mine = s
+        .handles
+        .create("anonymous", "doc", json!({"n": 1}), ttl)
+        .await
+        .unwrap();
+    let theirs = s
+        .handles
+        .create("someone-else", "doc", json!({"n": 1}), ttl)
+        .await
+        .unwrap();
+    let missing = HandleId::random().unwrap();
+    let id = json!(1);
+    let filter = json!({"resourceSubscriptions": [
+        format!("handle://{}", mine.id),
+        format!("handle://{}", theirs.id),
+        format!("handle://{missing}"),
+        "file:///public/readme.txt",
+        "file:///private/secrets.txt",
+        "not a uri at all",
+        format!("file:///public/{}", "x".repeat(2000)),
+    ]});
+    let mut stream = listen(&s.service, id.clone(), filter).await;
+    let accepted = acknowledged(&mut stream, &id).await;
+    // Another owner's handle, a missing one, an unreadable URI, a malformed one and an
+    // overlong one are all simply absent.
+    assert_eq!(
+        accepted,
+        json!({"resourceSubscriptions": [format!("handle://{}", mine.id), "file:///public/readme.txt"]})
+    );
+
+    // A write to someone else's handle says nothing to this listener.
+    s.handles
+        .update(
+            "someone-else",
+            theirs.id,
+            theirs.version,
+            json!({"n": 2}),
+            ttl,
+        )
+        .await
+        .unwrap();
+    s.changes.handle_updated(theirs.id).await.unwrap();
+    // Its own handle's write does.
+    s.handles
+        .update("anonymous", mine.id, mine.version, json!({"n": 2}), ttl)
+        .await
+        .unwrap();
+    s.changes.handle_updated(mine.id).await.unwrap();
+    let note = stream.next(Duration::from_secs(2)).await.unwrap();
+    assert_eq!(method(&note), "notifications/resources/updated", "{note}");
+    assert_eq!(note["params"]["uri"], format!("handle://{}", mine.id));
+
+    s.changes
+        .resource_updated("file:///private/secrets.txt")
+        .await
+        .unwrap();
+    s.changes
+        .resource_updated("file:///public/readme.txt")
+        .await
+        .unwrap();
+    let note = stream.next(Duration::from_secs(2)).await.unwrap();
+    assert_eq!(note["params"]["uri"], "file:///public/readme.txt", "{note}");
+    s.shutdown.trigger();
+    closing_result(&mut stream, &id, Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_stream_ends_with_its_result_at_the_configured_maximum() {
+    let s = setup(&[
+        ("MCP_LISTEN_MAX_SECS", "1"),
+        ("MCP_SSE_KEEP_ALIVE_SECS", "1"),
+    ])
+    .await;
+    let id = json!("max");
+    let opened = Instant::now();
+    let mut stream = listen(&s.service, id.clone(), json!({"toolsListChanged": true})).await;
+    acknowledged(&mut stream, &id).await;
+    closing_result(&mut stream, &id, Duration::from_secs(5)).await;
+    let lasted = opened.elapsed();
+    assert!(lasted >= Duration::from_millis(900), "{lasted:?}");
+    assert!(lasted < Duration::from_secs(4), "{lasted:?}");
+}
+
+#[tokio::test]
+async fn a_stream_ends_before_the_invocation_deadline() {
+    let s = setup(&[]).await;
+    let id = json!("deadline");
+    // The invocation ends in 4.5 s: the stream must end (with its result) by 1.5 s.
+    let deadline = SystemTime::now() + Duration::from_millis(4500);
+    let opened = Instant::now();
+    let mut stream = listen_with(
+        &s.service,
+        id.clone(),
+        json!({"toolsListChanged": true}),
+        Some(StreamLimits::new(Some(deadline), false)),
+    )
+    .await;
+    acknowledged(&mut stream, &id).await;
+    closing_result(&mut stream, &id, Duration::from_secs(5)).await;
+    assert!(
+        opened.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        opened.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_buffered_answer_long_polls_until_its_first_delivery() {
+    let s = setup(&[]).await;
+    let id = json!("long-poll");
+    let mut stream = listen_with(
+        &s.service,
+        id.clone(),
+        json!({"toolsListChanged": true}),
+        Some(StreamLimits::new(None, true)),
+    )
+    .await;
+    acknowledged(&mut stream, &id).await;
+    s.changes.tools_list_changed().await.unwrap();
+    let note = stream.next(Duration::from_secs(2)).await.unwrap();
+    assert_eq!(method(&note), "notifications/tools/list_changed");
+    closing_result(&mut stream, &id, Duration::from_secs(2)).await;
+}
+
+#[tokio::test]
+async fn bad_filters_get_the_spec_answer() {
+    let s = setup(&[]).await;
+    // Nothing asked for: -32602, 400.
+    for filter in [
+        json!({}),
+        json!({"toolsListChanged": false}),
+        json!({"unknownThing": true}),
+    ] {
+        let answer = fixture::post(
+            &s.service,
+            fixture::modern(
+                json!(1),
+                "subscriptions/listen",
+                json!({ "notifications": filter }),
+            ),
+        )
+        .await;
+        assert_eq!(answer.status, 400, "{filter}: {}", answer.text);
+        assert_eq!(answer.code(), -32602, "{filter}");
+    }
+    // More URIs than one listen may watch: -32602 naming the limit.
+    let uris: Vec<String> = (0..=mcp_lambda::listen::MAX_RESOURCE_SUBSCRIPTIONS)
+        .map(|i| format!("file:///public/{i}"))
+        .collect();
+    let answer = fixture::post(
+        &s.service,
+        fixture::modern(
+            json!(2),
+            "subscriptions/listen",
+            json!({ "notifications": {"resourceSubscriptions": uris} }),
+        ),
+    )
+    .await;
+    assert_eq!(answer.status, 400, "{}", answer.text);
+    assert_eq!(answer.code(), -32602);
+    assert!(answer.text.contains("at most 64"), "{}", answer.text);
+    // A filter that is not an object: rmcp's -32602.
+    let answer = fixture::post(
+        &s.service,
+        fixture::modern(
+            json!(3),
+            "subscriptions/listen",
+            json!({ "notifications": "all" }),
+        ),
+    )
+    .await;
+    assert_eq!(answer.code(), -32602, "{}", answer.text);
+}
+
+#[tokio::test]
+async fn listen_without_a_feed_is_left_to_the_handler() {
+    // No `changes`: the library does not serve listen; this handler does not either.
+    let service = App::new(Config::local_default())
+        .server(|| Changing)
+        .service();
+    let answer = fixture::post(
+        &service,
+        fixture::modern(
+            json!(1),
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true}}),
+        ),
+    )
+    .await;
+    assert_eq!(answer.code(), -32601, "{}", answer.text);
+}
