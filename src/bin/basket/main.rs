@@ -29,7 +29,6 @@
 //! count as use (the expiry stays where it is). Reads are never public: whatever
 //! `MCP_CACHE_RESOURCES_READ` says, their `cacheScope` is `private` (default `0,private`).
 
-mod resource;
 mod tools;
 
 use mcp_lambda::cache::CacheScope;

@@ -22,7 +22,7 @@ use mcp_lambda::handles::HandleId;
 use rmcp::ErrorData;
 use rmcp::model::{ReadResourceResult, ResourceContents, ResourceTemplate};
 
-use crate::tools::{Basket, ToolError, human};
+use super::{Basket, ToolError, human};
 
 /// The one resource template.
 pub(crate) const URI_TEMPLATE: &str = "basket://{basket_id}";
@@ -44,7 +44,7 @@ pub(crate) fn template(basket: &Basket) -> ResourceTemplate {
              been checked out, it does not exist. Reading does not count as use: unlike \
              view_basket it does not reset the basket's {} inactivity expiry. Baskets are per \
              caller, so none are listed in resources/list.",
-            human(basket.ttl())
+            human(basket.ttl)
         ))
         .with_mime_type(MIME_TYPE)
 }

@@ -33,7 +33,10 @@ use rmcp::{ErrorData, RoleServer, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::resource;
+// The file beside this one, named by path: `tests/lambda_events.rs` and the fuzz target include
+// this file by path, and it brings the resource along.
+#[path = "resource.rs"]
+mod resource;
 
 /// The handle kind for baskets.
 const KIND: &str = "basket";
@@ -634,14 +637,9 @@ impl Basket {
         }
     }
 
-    /// The configured inactivity TTL.
-    pub(crate) fn ttl(&self) -> Duration {
-        self.ttl
-    }
-
     /// `owner`'s basket `id` as `view_basket` shows it, without using it: a store `get`, so
     /// the expiry stays where it is (a resource read is not a use).
-    pub(crate) async fn peek(&self, owner: &str, id: HandleId) -> Result<BasketView, ToolError> {
+    async fn peek(&self, owner: &str, id: HandleId) -> Result<BasketView, ToolError> {
         let handle = self
             .handles
             .get(owner, id)
@@ -733,7 +731,7 @@ async fn backoff(attempt: u32) {
 }
 
 /// `24 h`, `90 min`, `45 s`: the TTL as tool descriptions and messages show it.
-pub(crate) fn human(ttl: Duration) -> String {
+fn human(ttl: Duration) -> String {
     let secs = ttl.as_secs();
     match secs {
         0 => format!("{} ms", ttl.as_millis()),
