@@ -344,3 +344,231 @@ async fn a_basket_belongs_to_its_creator_and_looks_missing_to_anyone_else() {
         "bob changed nothing"
     );
 }
+
+/// The resource-not-found error every missing basket reads as: `-32602` with `data.uri`
+/// (SEP-2164), whatever the reason.
+fn assert_not_found(response: &Value, uri: &str) {
+    assert!(response.get("result").is_none(), "{uri}: {response}");
+    assert_eq!(
+        response["error"],
+        json!({ "code": -32602, "message": "Resource not found", "data": { "uri": uri } }),
+        "{uri}"
+    );
+}
+
+#[tokio::test]
+async fn each_basket_is_a_resource_its_template_names() {
+    let server = Server::start(&[]).await;
+
+    let discover = server.rpc("server/discover", None, json!({})).await;
+    let capabilities = &discover["result"]["capabilities"];
+    assert!(capabilities["tools"].is_object(), "{capabilities}");
+    assert_eq!(
+        capabilities["resources"],
+        json!({}),
+        "resources, without subscribe or listChanged"
+    );
+    let instructions = discover["result"]["instructions"].as_str().unwrap();
+    assert!(
+        instructions.contains("basket://{basket_id}"),
+        "{instructions}"
+    );
+
+    let templates = server
+        .rpc("resources/templates/list", None, json!({}))
+        .await;
+    let templates = &templates["result"]["resourceTemplates"];
+    assert_eq!(templates.as_array().unwrap().len(), 1, "{templates}");
+    let template = &templates[0];
+    assert_eq!(template["uriTemplate"], "basket://{basket_id}");
+    assert_eq!(template["name"], "basket");
+    assert_eq!(template["title"], "Shopping basket");
+    assert_eq!(template["mimeType"], "application/json");
+    let description = template["description"].as_str().unwrap();
+    for needle in ["create_basket", "owner", "24 h", "resources/list"] {
+        assert!(description.contains(needle), "{needle}: {description}");
+    }
+
+    let list = server.rpc("resources/list", None, json!({})).await;
+    assert_eq!(
+        list["result"]["resources"],
+        json!([]),
+        "baskets are per caller and not listed"
+    );
+}
+
+#[tokio::test]
+async fn the_owner_reads_a_basket_as_json_and_no_cache_may_share_it() {
+    let server = Server::start(&[]).await;
+    let id = server.ok("create_basket", json!({})).await["basket_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let uri = format!("basket://{id}");
+
+    let empty = server.read(&uri).await;
+    let contents = &empty["result"]["contents"];
+    assert_eq!(contents.as_array().unwrap().len(), 1, "{empty}");
+    assert_eq!(contents[0]["uri"], uri);
+    assert_eq!(contents[0]["mimeType"], "application/json");
+    let basket: Value = serde_json::from_str(contents[0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(basket["basket_id"], id);
+    assert_eq!(basket["items"], json!([]));
+
+    server
+        .ok(
+            "add_item",
+            json!({ "basket_id": id, "sku": "TEA", "quantity": 2 }),
+        )
+        .await;
+    let added = server
+        .ok(
+            "add_item",
+            json!({ "basket_id": id, "sku": "CAKE", "quantity": 3 }),
+        )
+        .await;
+
+    let (status, headers, response) = server
+        .send("resources/read", Some(&uri), json!({ "uri": uri }))
+        .await;
+    assert_eq!(status, 200, "{response}");
+    let result = &response["result"];
+    let text = result["contents"][0]["text"].as_str().unwrap();
+    let read: Value = serde_json::from_str(text).unwrap();
+    // A read does not use the basket, so even the expiry is the one add_item reported.
+    assert_eq!(
+        read, added,
+        "the resource is view_basket's structured result"
+    );
+    assert_eq!(
+        items(&read),
+        [("CAKE".to_owned(), 3), ("TEA".to_owned(), 2)]
+    );
+    assert_eq!(read["total_quantity"], 5);
+
+    assert_eq!(result["cacheScope"], "private", "{result}");
+    assert_eq!(result["ttlMs"], 0, "{result}");
+    assert_eq!(headers["cache-control"], "private, max-age=0");
+    assert!(
+        headers
+            .get_all("vary")
+            .iter()
+            .any(|v| v.to_str().unwrap().contains("Authorization")),
+        "{headers:?}"
+    );
+
+    server.ok("checkout", json!({ "basket_id": id })).await;
+    assert_not_found(&server.read(&uri).await, &uri);
+}
+
+#[tokio::test]
+async fn a_public_resources_read_hint_stays_private_for_baskets() {
+    let server = Server::start(&[("MCP_CACHE_RESOURCES_READ", "300,public")]).await;
+    let id = server.ok("create_basket", json!({})).await["basket_id"].clone();
+    let uri = format!("basket://{}", id.as_str().unwrap());
+    let (status, headers, response) = server
+        .send("resources/read", Some(&uri), json!({ "uri": uri }))
+        .await;
+    assert_eq!(status, 200, "{response}");
+    assert_eq!(response["result"]["cacheScope"], "private", "{response}");
+    assert_eq!(
+        response["result"]["ttlMs"], 300_000,
+        "the TTL is the operator's"
+    );
+    assert_eq!(headers["cache-control"], "private, max-age=300");
+}
+
+#[tokio::test]
+async fn unknown_expired_and_malformed_basket_uris_are_all_not_found() {
+    let server = Server::start(&[("MCP_HANDLE_TTL_SECS", "1")]).await;
+    let expired = server.ok("create_basket", json!({})).await["basket_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+
+    for uri in [
+        format!("basket://{expired}"),
+        "basket://1b4e28ba-2fa1-4d2e-883f-0016d3cca427".to_owned(), // well-formed, never issued
+        format!("basket://{}", expired.to_uppercase()),
+        format!("BASKET://{expired}"),
+        format!("basket://{expired}/items"),
+        "basket://not-a-basket".to_owned(),
+        "basket://{basket_id}".to_owned(),
+        "basket://".to_owned(),
+        expired.clone(),
+        "test://nonexistent-resource-for-conformance-testing".to_owned(),
+    ] {
+        assert_not_found(&server.read(&uri).await, &uri);
+    }
+}
+
+#[tokio::test]
+async fn a_basket_resource_reads_as_not_found_to_anyone_but_its_owner() {
+    let key = TestKey::p256("k1");
+    let issuer = Issuer::start(&[&key]).await;
+    let audience = "https://basket.test/mcp";
+    let server = Server::start(&[
+        ("MCP_AUTH_ISSUER", issuer.url.as_str()),
+        ("MCP_AUTH_AUDIENCE", audience),
+    ])
+    .await;
+    let token = |who: &str| key.sign(&issuer.claims(audience, who, ""));
+    *server.token.lock().unwrap() = Some(token("alice"));
+    let id = server.ok("create_basket", json!({})).await["basket_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    server
+        .ok(
+            "add_item",
+            json!({"basket_id": id, "sku": "tea", "quantity": 2}),
+        )
+        .await;
+    let uri = format!("basket://{id}");
+    let mine = server.read(&uri).await;
+    assert!(mine.get("error").is_none(), "{mine}");
+
+    *server.token.lock().unwrap() = Some(token("bob"));
+    let (status, headers, theirs) = server
+        .send("resources/read", Some(&uri), json!({ "uri": uri }))
+        .await;
+    assert_not_found(&theirs, &uri);
+    let unknown = "basket://00000000-0000-4000-8000-000000000000";
+    let (unknown_status, _, missing) = server
+        .send("resources/read", Some(unknown), json!({ "uri": unknown }))
+        .await;
+    assert_not_found(&missing, unknown);
+    assert_eq!(
+        status, unknown_status,
+        "the same answer as a missing basket"
+    );
+    assert_eq!(
+        headers["cache-control"], "no-store",
+        "errors are not cached"
+    );
+
+    *server.token.lock().unwrap() = Some(token("alice"));
+    let again = server.read(&uri).await;
+    assert_eq!(again["result"]["contents"], mine["result"]["contents"]);
+}
+
+#[tokio::test]
+async fn resources_read_needs_the_uri_in_mcp_name() {
+    let server = Server::start(&[]).await;
+    let id = server.ok("create_basket", json!({})).await["basket_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let uri = format!("basket://{id}");
+    let other = "basket://00000000-0000-4000-8000-000000000000";
+    for name in [Some(other), Some(id.as_str()), None] {
+        let (status, _, response) = server
+            .send("resources/read", name, json!({ "uri": uri }))
+            .await;
+        assert_eq!(status, 400, "Mcp-Name {name:?}: {response}");
+        assert_eq!(response["error"]["code"], -32020, "{name:?}: {response}");
+    }
+    let ok = server.read(&uri).await;
+    assert!(ok.get("error").is_none(), "{ok}");
+}

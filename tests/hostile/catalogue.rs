@@ -629,7 +629,8 @@ pub fn method_and_path_cases() -> Vec<Case> {
         case("logging/setLevel", rpc("logging/setLevel", json!({"level": "info"})), err(404, -32601)),
         case("resources/subscribe", rpc("resources/subscribe", json!({"uri": "x://y"})), err(404, -32601)),
         case("unknown method", rpc("foo/bar", json!({})), err(404, -32601)),
-        case("resources/read (not advertised)", rpc("resources/read", json!({"uri": "file:///etc/passwd"})), err(404, -32601)),
+        // The basket offers basket://{basket_id} only: anything else is the spec's not-found.
+        case("resources/read outside basket://", rpc("resources/read", json!({"uri": "file:///etc/passwd"})), err(200, -32602)),
         case("prompts/list (not advertised)", rpc("prompts/list", json!({})), err(404, -32601)),
         case("subscriptions/listen (nothing to listen to)", rpc("subscriptions/listen", json!({"notifications": {"toolsListChanged": true}})), err(404, -32601)),
         case("completion/complete (not advertised)", rpc("completion/complete", json!({"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "a", "value": "b"}})), err(404, -32601)),

@@ -126,8 +126,28 @@ impl Server {
         panic!("the basket binary did not become healthy on any of 3 ports");
     }
 
-    /// Sends one MCP request and returns the JSON-RPC response.
-    pub async fn rpc(&self, method: &str, name: Option<&str>, mut params: Value) -> Value {
+    /// Sends one MCP request that must answer 200 and returns the JSON-RPC response.
+    pub async fn rpc(&self, method: &str, name: Option<&str>, params: Value) -> Value {
+        let (status, _, json) = self.send(method, name, params).await;
+        assert_eq!(status, 200, "{method} {name:?} answered {status}: {json}");
+        json
+    }
+
+    /// Reads a resource (`Mcp-Name` is the URI) and returns the JSON-RPC response.
+    pub async fn read(&self, uri: &str) -> Value {
+        self.rpc("resources/read", Some(uri), json!({ "uri": uri }))
+            .await
+    }
+
+    /// Sends one MCP request with `Mcp-Name: name` when given, whatever the answer's status;
+    /// returns the status, the headers and the JSON-RPC response (from an SSE answer, the
+    /// last event's).
+    pub async fn send(
+        &self,
+        method: &str,
+        name: Option<&str>,
+        mut params: Value,
+    ) -> (http::StatusCode, http::HeaderMap, Value) {
         params["_meta"] = json!({
             "io.modelcontextprotocol/protocolVersion": VERSION,
             "io.modelcontextprotocol/clientCapabilities": {},
@@ -149,13 +169,12 @@ impl Server {
             .unwrap();
         let response = self.client.request(request).await.expect("request failed");
         let status = response.status();
-        let sse = response
-            .headers()
+        let headers = response.headers().clone();
+        let sse = headers
             .get("content-type")
             .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
         let text = String::from_utf8_lossy(&bytes);
-        assert_eq!(status, 200, "{method} {name:?} answered {status}: {text}");
         let json: Value = if sse {
             // The last `data:` line carries the response.
             text.lines()
@@ -169,7 +188,7 @@ impl Server {
                 .unwrap_or_else(|e| panic!("answer to {method} is not JSON ({e}): {text}"))
         };
         assert_eq!(json["id"], 7, "response id for {method}: {json}");
-        json
+        (status, headers, json)
     }
 
     /// Calls a tool and returns its `result`.

@@ -20,17 +20,35 @@
 //! and `checkout` take it. A basket belongs to the caller's principal and expires after the TTL
 //! of inactivity; an expired or unknown `basket_id` gets a tool error telling the caller to
 //! create a new basket.
+//!
+//! Each basket is also a resource, `basket://{basket_id}`, offered as a resource template
+//! (`resources/templates/list`); `resources/read` answers it as JSON (`application/json`, the
+//! object `view_basket` returns) to its owner only. An unknown, expired, checked-out or malformed
+//! id and another caller's basket all get the same resource-not-found error (`-32602`, `data.uri`).
+//! `resources/list` is empty: baskets are per caller and are not enumerated. A read does not
+//! count as use (the expiry stays where it is). Reads are never public: whatever
+//! `MCP_CACHE_RESOURCES_READ` says, their `cacheScope` is `private` (default `0,private`).
 
 mod tools;
 
+use mcp_lambda::cache::CacheScope;
 use tools::Basket;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     // Reads every MCP_* variable, and fetches the request-state key if it is kept in SSM or
     // Secrets Manager: once, here, during Lambda INIT.
-    let config = mcp_lambda::Config::load().await?;
+    let mut config = mcp_lambda::Config::load().await?;
     mcp_lambda::init_tracing(&config);
+    // A basket read is one caller's data: no shared cache may keep it, whatever the deployment
+    // configured for resources/read (the TTL stays the operator's; the default is 0).
+    if config.cache.resources_read.scope != CacheScope::Private {
+        tracing::warn!(
+            "MCP_CACHE_RESOURCES_READ asks for public; basket reads are per caller, so they stay \
+             private"
+        );
+        config.cache.resources_read.scope = CacheScope::Private;
+    }
     let handles = config.handles.open().await?;
     // Changes to a basket reach its owner's `subscriptions/listen` streams on every instance.
     let changes = config.listen.open(&config.handles, handles.clone()).await?;

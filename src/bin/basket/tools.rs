@@ -25,11 +25,20 @@ use mcp_lambda::handles::{Handle, HandleError, HandleId, HandleStore};
 use mcp_lambda::listen::{Changes, Watch};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::{Json, Parameters};
-use rmcp::model::{ContentBlock, IntoContents};
+use rmcp::model::{
+    ContentBlock, Implementation, IntoContents, ListResourceTemplatesResult, ListResourcesResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig,
+};
 use rmcp::service::RequestContext;
-use rmcp::{RoleServer, tool, tool_handler, tool_router};
+use rmcp::{ErrorData, RoleServer, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+// The file beside this one, named by path: `tests/lambda_events.rs` and the fuzz target include
+// this file by path, and it brings the resource along.
+#[path = "resource.rs"]
+mod resource;
 
 /// The handle kind for baskets.
 const KIND: &str = "basket";
@@ -55,7 +64,7 @@ const MAX_REQUEST_IDS: usize = 32;
 /// Longest `request_id`, in characters.
 const MAX_REQUEST_ID_LEN: usize = 64;
 
-/// The basket server: five tools over a [`HandleStore`].
+/// The basket server: five tools over a [`HandleStore`], and each basket as a resource.
 ///
 /// Built once at start-up; the library clones it per request (cheap: two `Arc`s and a `Duration`).
 #[derive(Clone)]
@@ -507,15 +516,58 @@ impl Basket {
     }
 }
 
-#[tool_handler(
-    router = self.tool_router,
-    name = "mcp-lambda-basket",
-    instructions = "A shopping basket kept between calls. Call create_basket first and pass the \
-        basket_id it returns to add_item, remove_item, view_basket and checkout. Baskets belong \
-        to the caller and expire after a period of inactivity; when a basket_id stops working, \
-        create a new basket."
-)]
-impl rmcp::ServerHandler for Basket {}
+/// What `serverInfo`'s instructions tell the client.
+const INSTRUCTIONS: &str = "A shopping basket kept between calls. Call create_basket first and \
+    pass the basket_id it returns to add_item, remove_item, view_basket and checkout. Each basket \
+    can also be read as the resource basket://{basket_id}. Baskets belong to the caller and \
+    expire after a period of inactivity; when a basket_id stops working, create a new basket.";
+
+/// Tools, and each basket as a resource (`resource.rs`). `resources.subscribe` and
+/// `listChanged` are not advertised.
+#[tool_handler(router = self.tool_router)]
+impl rmcp::ServerHandler for Basket {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                "mcp-lambda-basket",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    /// Empty: baskets are per caller and not enumerated (see the template's description).
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(Vec::new()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(vec![
+            resource::template(self),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        resource::read(self, &owner(&ctx), &request.uri)
+            .await
+            .map(Into::into)
+    }
+}
 
 impl Basket {
     /// Reads, changes and writes back a basket, retrying on concurrent changes. With a
@@ -609,6 +661,18 @@ impl Basket {
                 ToolError::Internal
             }
         }
+    }
+
+    /// `owner`'s basket `id` as `view_basket` shows it, without using it: a store `get`, so
+    /// the expiry stays where it is (a resource read is not a use).
+    async fn peek(&self, owner: &str, id: HandleId) -> Result<BasketView, ToolError> {
+        let handle = self
+            .handles
+            .get(owner, id)
+            .await
+            .map_err(|e| self.explain(e))?;
+        let contents = Contents::of(&handle, self.ttl)?;
+        Ok(self.view(&handle, &contents))
     }
 
     fn view(&self, handle: &Handle, contents: &Contents) -> BasketView {
