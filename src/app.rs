@@ -142,6 +142,13 @@ impl App {
             auth: auth.clone(),
             supported_versions,
             listen,
+            fingerprinted_lists: [
+                ("tools/list", info.capabilities.tools.is_some()),
+                ("prompts/list", info.capabilities.prompts.is_some()),
+            ]
+            .into_iter()
+            .filter_map(|(method, offered)| offered.then_some(method))
+            .collect(),
         };
         Server {
             service: McpService::new(rmcp, front),
@@ -186,6 +193,8 @@ impl<H: ServerHandler> Server<H> {
                 "auth is off (MCP_AUTH_ISSUER is not set): anyone who can reach this server can call it"
             ),
         }
+        // This instance's list fingerprints, published before the first listener arrives.
+        self.service.publish_fingerprints().await;
         if self.config.request_state_keys.is_generated() {
             tracing::warn!(
                 "MCP_REQUEST_STATE_KEY is not set: using a random key, so requestState and cursors do not survive a restart or cross instances"

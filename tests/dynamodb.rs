@@ -1015,3 +1015,255 @@ async fn a_hung_or_stopped_dynamodb_fails_calls_within_the_timeout_and_loses_not
     let id = server.ok("create_basket", json!({})).await["basket_id"].clone();
     assert!(id.is_string());
 }
+
+// --- subscriptions/listen on the shared change feed ---------------------------------------
+
+/// Whether `stream` stays silent for `window`.
+async fn quiet(stream: &mut basket::ListenStream, window: Duration) -> bool {
+    tokio::time::timeout(window, stream.next(Duration::from_secs(10)))
+        .await
+        .is_err()
+}
+
+/// A `basket://` URI for a basket id.
+fn basket_uri(basket: &Value) -> String {
+    format!("basket://{}", basket["basket_id"].as_str().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_change_feed_reads_every_watched_item_in_one_request() {
+    use mcp_lambda::listen::{Change, ChangeFeed, DynamoDbFeed, ListKind, Observed, Watch};
+    let Some(endpoint) = endpoint("the change feed test") else {
+        return;
+    };
+    let store = support::dynamodb::store(&endpoint).await;
+    let proxy = CountingProxy::start(&endpoint).await;
+    let feed = DynamoDbFeed::new(client(&proxy.url, &timeouts()).await, TABLE);
+
+    let (alice, bob) = (owner("alice"), owner("bob"));
+    let mut own = Vec::new();
+    for _ in 0..3 {
+        own.push(
+            store
+                .create(&alice, "doc", json!({"n": 0}), HOUR)
+                .await
+                .unwrap(),
+        );
+    }
+    let theirs = store.create(&bob, "doc", json!({}), HOUR).await.unwrap();
+    let expiring = store
+        .create(&alice, "doc", json!({}), Duration::from_millis(50))
+        .await
+        .unwrap();
+    let deleted = store.create(&alice, "doc", json!({}), HOUR).await.unwrap();
+    store.delete(&alice, deleted.id, None).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let unique = HandleId::random().unwrap();
+    let uris: Vec<String> = (0..10).map(|i| format!("file:///{unique}/{i}")).collect();
+
+    let mut watches: Vec<Watch> = ListKind::ALL.iter().map(|l| Watch::List(*l)).collect();
+    watches.extend(own.iter().map(|h| Watch::Handle {
+        owner: alice.clone(),
+        id: h.id,
+    }));
+    for (who, id) in [
+        (&alice, theirs.id),
+        (&alice, expiring.id),
+        (&alice, deleted.id),
+    ] {
+        watches.push(Watch::Handle {
+            owner: who.clone(),
+            id,
+        });
+    }
+    watches.extend(uris.iter().map(|u| Watch::Resource(u.clone())));
+    assert_eq!(watches.len(), 19);
+    proxy.take();
+
+    // 19 items, one request; a handle's data is never read.
+    let seen = feed.read(&watches).await.unwrap();
+    assert_eq!(proxy.take(), ["BatchGetItem"]);
+    for (i, handle) in own.iter().enumerate() {
+        let Observed::Present(mark) = &seen[3 + i] else {
+            panic!("own handle {i}: {:?}", seen[3 + i]);
+        };
+        assert_eq!(mark.version, handle.version);
+    }
+    // Another owner's, an expired and a deleted handle look exactly alike: absent.
+    assert_eq!(
+        &seen[6..9],
+        [Observed::Absent, Observed::Absent, Observed::Absent]
+    );
+    assert!(seen[9..].iter().all(|s| *s == Observed::Absent));
+
+    // Publishing a resource is one write; a handle change is none (its version is the signal).
+    feed.publish(&Change::Resource(uris[0].clone()))
+        .await
+        .unwrap();
+    assert_eq!(proxy.take(), ["UpdateItem"]);
+    feed.publish(&Change::Handle(own[0].id)).await.unwrap();
+    assert!(proxy.take().is_empty());
+    store
+        .update(&alice, own[0].id, own[0].version, json!({"n": 1}), HOUR)
+        .await
+        .unwrap();
+
+    let again = feed.read(&watches).await.unwrap();
+    assert_eq!(proxy.take(), ["BatchGetItem"]);
+    let version = |seen: &Observed| match seen {
+        Observed::Present(mark) => mark.version,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        version(&again[3]),
+        own[0].version + 1,
+        "the handle write shows"
+    );
+    assert_eq!(version(&again[9]), 1, "the published resource shows");
+    assert_eq!(again[4..9], seen[4..9], "nothing else moved");
+    assert_eq!(again[10..], seen[10..]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_basket_change_through_one_process_reaches_a_listener_on_another() {
+    let Some(endpoint) = endpoint("the cross-process listen test") else {
+        return;
+    };
+    support::dynamodb::store(&endpoint).await;
+    let poll = Duration::from_millis(400);
+    let mut env = basket_env(&endpoint, TABLE);
+    env.push(("MCP_LISTEN_POLL_MS".into(), poll.as_millis().to_string()));
+    let vars = env_refs(&env);
+    let (a, b) = tokio::join!(Server::start(&vars), Server::start(&vars));
+    let basket = a.ok("create_basket", json!({})).await;
+    let uri = basket_uri(&basket);
+    let missing = format!("basket://{}", HandleId::random().unwrap());
+
+    let mut stream = b
+        .listen(
+            json!("b-1"),
+            json!({"resourceSubscriptions": [uri, missing, "basket://nope"]}),
+        )
+        .await;
+    assert_eq!(
+        stream.acknowledged().await,
+        json!({"resourceSubscriptions": [uri]}),
+        "a missing or malformed basket is dropped"
+    );
+    for step in 0..2 {
+        let id = basket["basket_id"].clone();
+        let changed = if step == 0 {
+            a.ok(
+                "add_item",
+                json!({"basket_id": id, "sku": "tea", "quantity": 2}),
+            )
+            .await;
+            Instant::now()
+        } else {
+            a.ok("checkout", json!({"basket_id": id})).await;
+            Instant::now()
+        };
+        let note = stream.next(Duration::from_secs(10)).await.unwrap();
+        let took = changed.elapsed();
+        assert_eq!(note["method"], "notifications/resources/updated", "{note}");
+        assert_eq!(note["params"]["uri"], uri);
+        assert_eq!(
+            note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            "b-1"
+        );
+        assert!(
+            took <= 2 * poll,
+            "step {step}: delivered after {took:?}, poll {poll:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_listener_costs_one_dynamodb_request_per_poll_whatever_it_watches() {
+    let Some(endpoint) = endpoint("the listen request-count test") else {
+        return;
+    };
+    support::dynamodb::store(&endpoint).await;
+    let proxy = CountingProxy::start(&endpoint).await;
+    let poll = Duration::from_millis(250);
+    let mut env = basket_env(&proxy.url, TABLE);
+    env.push(("MCP_LISTEN_POLL_MS".into(), poll.as_millis().to_string()));
+    let server = Server::start(&env_refs(&env)).await;
+    let mut uris = Vec::new();
+    for _ in 0..20 {
+        uris.push(basket_uri(&server.ok("create_basket", json!({})).await));
+    }
+    let mut stream = server
+        .listen(
+            json!(1),
+            json!({"toolsListChanged": true, "resourceSubscriptions": uris}),
+        )
+        .await;
+    let accepted = stream.acknowledged().await;
+    assert_eq!(
+        accepted["resourceSubscriptions"].as_array().unwrap().len(),
+        20
+    );
+    proxy.take();
+    let window = Duration::from_secs(3);
+    let started = Instant::now();
+    tokio::time::sleep(window).await;
+    let requests = proxy.take();
+    let elapsed = started.elapsed();
+    assert!(
+        requests.iter().all(|r| r == "BatchGetItem"),
+        "only polls while idle: {requests:?}"
+    );
+    let polls = elapsed.as_secs_f64() / poll.as_secs_f64();
+    let n = requests.len() as f64;
+    assert!(
+        (polls - 2.0..=polls + 1.0).contains(&n),
+        "{n} requests in {elapsed:?} at one poll per {poll:?}"
+    );
+    // The figure the README's cost table quotes, per minute at the default 1 s poll.
+    let per_minute_at_default = n / elapsed.as_secs_f64() * poll.as_secs_f64() * 60.0;
+    println!(
+        "listen cost: {n} BatchGetItem for 21 watched items in {elapsed:?} at {poll:?} = {per_minute_at_default:.1} requests per listener-minute at MCP_LISTEN_POLL_MS=1000"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_deployment_that_changes_the_tools_tells_listeners_on_the_previous_one() {
+    let Some(endpoint) = endpoint("the list fingerprint test") else {
+        return;
+    };
+    support::dynamodb::store(&endpoint).await;
+    // A table of its own: the list items are global to a table, and other tests start baskets
+    // with other settings (so other fingerprints) all the time.
+    let table = "mcp-listen-fingerprints-test";
+    let sdk = client(&endpoint, &timeouts()).await;
+    DynamoDbHandleStore::create_table(&sdk, table)
+        .await
+        .unwrap();
+    let poll = Duration::from_millis(300);
+    let mut env = basket_env(&endpoint, table);
+    env.push(("MCP_LISTEN_POLL_MS".into(), poll.as_millis().to_string()));
+    let old = Server::start(&env_refs(&env)).await;
+    let mut stream = old
+        .listen(json!("old"), json!({"toolsListChanged": true}))
+        .await;
+    stream.acknowledged().await;
+    assert!(
+        quiet(&mut stream, 3 * poll).await,
+        "the stored fingerprint is this version's"
+    );
+    // Another instance of the same version changes nothing.
+    let _same = Server::start(&env_refs(&env)).await;
+    assert!(
+        quiet(&mut stream, 3 * poll).await,
+        "same version, same fingerprint"
+    );
+
+    // A new version (its tool descriptions state another expiry) starts: the old listener hears.
+    let mut new_env = env.clone();
+    new_env.push(("MCP_HANDLE_TTL_SECS".into(), "3600".into()));
+    let _new = Server::start(&env_refs(&new_env)).await;
+    let note = stream.next(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(note["method"], "notifications/tools/list_changed", "{note}");
+    assert!(quiet(&mut stream, 3 * poll).await, "told once");
+}

@@ -62,6 +62,8 @@ pub(crate) struct Front {
     pub(crate) supported_versions: Vec<String>,
     /// `subscriptions/listen` served by the library; `None` = left to the handler.
     pub(crate) listen: Option<Arc<Listener>>,
+    /// The lists the handler advertises, fingerprinted at start-up when listen is on.
+    pub(crate) fingerprinted_lists: Vec<&'static str>,
 }
 
 /// The whole HTTP service: routes, the MCP front, rmcp behind it.
@@ -249,6 +251,50 @@ impl<H: ServerHandler> McpService<H> {
             return Err(rejection.into_response(checked.id.as_ref()));
         }
         Ok(response)
+    }
+}
+
+impl<H: ServerHandler> McpService<H> {
+    /// With listen on, asks the handler once, in process, for its tool and prompt lists, so
+    /// this instance's fingerprints are published before the first listener arrives (Lambda
+    /// INIT). The front is skipped (there is no caller); an answer that fails (the handler has
+    /// no such list, or wants a caller) leaves the fingerprint to the first real request.
+    pub(crate) async fn publish_fingerprints(&self) {
+        if self.front.listen.is_none() {
+            return;
+        }
+        let host = self
+            .front
+            .settings
+            .allowed_hosts
+            .iter()
+            .find(|h| !h.contains('*'))
+            .map_or("localhost", String::as_str);
+        for &method in &self.front.fingerprinted_lists {
+            let body = serde_json::json!({
+                "jsonrpc": "2.0", "id": 0, "method": method,
+                "params": {"_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                }},
+            });
+            let Ok(request) = Request::post(self.front.settings.path.as_str())
+                .header(header::HOST, host)
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::ACCEPT, "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", method)
+                .body(Full::new(Bytes::from(body.to_string())))
+            else {
+                continue;
+            };
+            let response = self.rmcp.handle(request).await;
+            tracing::debug!(
+                method,
+                status = response.status().as_u16(),
+                "fingerprint probe"
+            );
+        }
     }
 }
 

@@ -100,14 +100,16 @@ pub(crate) async fn run(
     let poll = listener.settings.poll;
     let sink = subscription.sink().clone();
     let mut failures = 0u32;
+    // A fixed rate, whatever a read takes: one request per interval, not per interval + read.
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + poll, poll);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let next_poll = tokio::time::sleep(poll);
         tokio::select! {
             biased;
             () = subscription.cancelled() => return Ok(()),
             () = shutdown.triggered() => return Ok(()),
             () = tokio::time::sleep_until(end) => return Ok(()),
-            () = next_poll => {}
+            _ = ticks.tick() => {}
             Ok(()) = async {
                 match wake.as_mut() {
                     Some(wake) => wake.changed().await.map_err(|_| ()),

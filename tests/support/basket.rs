@@ -191,6 +191,43 @@ impl Server {
         (status, headers, json)
     }
 
+    /// Opens a `subscriptions/listen` stream for `filter` with JSON-RPC id `id`.
+    pub async fn listen(&self, id: Value, filter: Value) -> ListenStream {
+        let body = json!({
+            "jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+            "params": {
+                "notifications": filter,
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": VERSION,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                },
+            },
+        });
+        let mut request = http::Request::post(format!("http://{}/mcp", self.addr))
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", VERSION)
+            .header("Mcp-Method", "subscriptions/listen");
+        if let Some(token) = self.token.lock().unwrap().as_deref() {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body.to_string())))
+            .unwrap();
+        let response = self.client.request(request).await.expect("listen failed");
+        assert_eq!(
+            response.status(),
+            200,
+            "listen answered {}",
+            response.status()
+        );
+        ListenStream {
+            id,
+            body: response.into_body(),
+            buffer: String::new(),
+        }
+    }
+
     /// Calls a tool and returns its `result`.
     pub async fn call(&self, tool: &str, arguments: Value) -> Value {
         let response = self
@@ -233,6 +270,89 @@ impl Server {
             "{tool} {arguments} should fail: {result}"
         );
         result["content"][0]["text"].as_str().unwrap().to_owned()
+    }
+}
+
+/// An open `subscriptions/listen` stream over real HTTP, read message by message.
+pub struct ListenStream {
+    pub id: Value,
+    body: hyper::body::Incoming,
+    buffer: String,
+}
+
+impl ListenStream {
+    /// The next JSON-RPC message, or `None` when the stream ended; panics after `within`.
+    pub async fn next(&mut self, within: Duration) -> Option<Value> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                let data: Vec<&str> = event
+                    .lines()
+                    .filter_map(|line| line.strip_prefix("data:"))
+                    .map(str::trim_start)
+                    .collect();
+                if data.is_empty() {
+                    continue; // a keep-alive comment
+                }
+                return Some(serde_json::from_str(&data.join("\n")).unwrap());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let frame = tokio::time::timeout(left, self.body.frame())
+                .await
+                .unwrap_or_else(|_| panic!("listen stream silent for {within:?}"));
+            match frame {
+                None | Some(Err(_)) => return None,
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        self.buffer.push_str(&String::from_utf8_lossy(&data));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads the acknowledgment (checking its subscription id); returns the accepted filter.
+    pub async fn acknowledged(&mut self) -> Value {
+        let ack = self
+            .next(Duration::from_secs(10))
+            .await
+            .expect("an acknowledgment");
+        assert_eq!(
+            ack["method"], "notifications/subscriptions/acknowledged",
+            "{ack}"
+        );
+        assert_eq!(
+            ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            self.id
+        );
+        ack["params"]["notifications"].clone()
+    }
+
+    /// Reads up to the closing result (checking it) and the end of the stream; returns the
+    /// notifications read on the way.
+    pub async fn closing_result(&mut self, within: Duration) -> Vec<Value> {
+        let mut notes = Vec::new();
+        loop {
+            let message = self
+                .next(within)
+                .await
+                .expect("the stream ended without its closing result");
+            if message.get("result").is_some() {
+                assert_eq!(message["id"], self.id);
+                assert_eq!(message["result"]["resultType"], "complete", "{message}");
+                assert_eq!(
+                    message["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+                    self.id
+                );
+                assert!(
+                    self.next(within).await.is_none(),
+                    "nothing after the result"
+                );
+                return notes;
+            }
+            notes.push(message);
+        }
     }
 }
 

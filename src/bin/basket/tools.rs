@@ -527,9 +527,13 @@ const INSTRUCTIONS: &str = "A shopping basket kept between calls. Call create_ba
 #[tool_handler(router = self.tool_router)]
 impl rmcp::ServerHandler for Basket {
     fn get_info(&self) -> ServerConfig {
+        // Listeners may watch a basket (`resourceSubscriptions`) and the tool list: a
+        // deployment that changes the tools tells listeners on instances of the previous one.
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
+            .enable_tool_list_changed()
             .enable_resources()
+            .enable_resources_subscribe()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
