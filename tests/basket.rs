@@ -362,11 +362,15 @@ async fn each_basket_is_a_resource_its_template_names() {
 
     let discover = server.rpc("server/discover", None, json!({})).await;
     let capabilities = &discover["result"]["capabilities"];
-    assert!(capabilities["tools"].is_object(), "{capabilities}");
+    assert_eq!(
+        capabilities["tools"],
+        json!({"listChanged": true}),
+        "{capabilities}"
+    );
     assert_eq!(
         capabilities["resources"],
-        json!({}),
-        "resources, without subscribe or listChanged"
+        json!({"subscribe": true}),
+        "baskets may be watched (subscriptions/listen); the resource list never changes"
     );
     let instructions = discover["result"]["instructions"].as_str().unwrap();
     assert!(
@@ -571,4 +575,61 @@ async fn resources_read_needs_the_uri_in_mcp_name() {
     }
     let ok = server.read(&uri).await;
     assert!(ok.get("error").is_none(), "{ok}");
+}
+
+#[tokio::test]
+async fn a_listener_hears_of_its_own_baskets_only() {
+    let key = TestKey::p256("k1");
+    let issuer = Issuer::start(&[&key]).await;
+    let audience = "https://basket.test/mcp";
+    let server = Server::start(&[
+        ("MCP_AUTH_ISSUER", issuer.url.as_str()),
+        ("MCP_AUTH_AUDIENCE", audience),
+    ])
+    .await;
+    let token = |who: &str| key.sign(&issuer.claims(audience, who, ""));
+    let as_user = |who: &str| *server.token.lock().unwrap() = Some(token(who));
+    as_user("alice");
+    let alices = server.ok("create_basket", json!({})).await["basket_id"].clone();
+    as_user("bob");
+    let bobs = server.ok("create_basket", json!({})).await["basket_id"].clone();
+    let (alices_uri, bobs_uri) = (
+        format!("basket://{}", alices.as_str().unwrap()),
+        format!("basket://{}", bobs.as_str().unwrap()),
+    );
+
+    // Bob asks for both: Alice's is dropped exactly as a basket that does not exist would be.
+    let mut stream = server
+        .listen(
+            json!(9),
+            json!({"resourceSubscriptions": [alices_uri, bobs_uri]}),
+        )
+        .await;
+    assert_eq!(
+        stream.acknowledged().await,
+        json!({"resourceSubscriptions": [bobs_uri]})
+    );
+
+    as_user("alice");
+    server
+        .ok(
+            "add_item",
+            json!({"basket_id": alices, "sku": "TEA", "quantity": 1}),
+        )
+        .await;
+    as_user("bob");
+    server
+        .ok(
+            "add_item",
+            json!({"basket_id": bobs, "sku": "CAKE", "quantity": 1}),
+        )
+        .await;
+    // In memory a change wakes the listener at once; the first thing Bob hears is his own.
+    let note = stream.next(Duration::from_secs(2)).await.unwrap();
+    assert_eq!(note["method"], "notifications/resources/updated", "{note}");
+    assert_eq!(note["params"]["uri"], bobs_uri);
+    assert_eq!(
+        note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        9
+    );
 }
