@@ -95,7 +95,8 @@ impl Invocation {
 
 #[derive(Default)]
 struct State {
-    pending: Mutex<VecDeque<(String, String)>>,
+    /// Queued invocations: id, event, how long the invocation may run.
+    pending: Mutex<VecDeque<(String, String, Duration)>>,
     results: Mutex<HashMap<String, oneshot::Sender<Invocation>>>,
     wake: tokio::sync::Notify,
 }
@@ -137,8 +138,14 @@ impl RuntimeApi {
         }
     }
 
-    /// Queues `event`, waits for the function's answer.
+    /// Queues `event` with the usual 60 s deadline, waits for the function's answer.
     async fn invoke(&self, event: &str) -> Invocation {
+        self.invoke_within(event, Duration::from_secs(60)).await
+    }
+
+    /// Queues `event` as an invocation that must end within `timeout` (the deadline the
+    /// runtime hands the function), waits for the function's answer.
+    async fn invoke_within(&self, event: &str, timeout: Duration) -> Invocation {
         let n = self
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -149,7 +156,7 @@ impl RuntimeApi {
             .pending
             .lock()
             .unwrap()
-            .push_back((id, event.to_string()));
+            .push_back((id, event.to_string(), timeout));
         self.state.wake.notify_one();
         tokio::time::timeout(Duration::from_secs(60), rx)
             .await
@@ -169,12 +176,12 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Full<
     if request.method() == Method::GET && path == "/2018-06-01/runtime/invocation/next" {
         loop {
             let next = state.pending.lock().unwrap().pop_front();
-            if let Some((id, event)) = next {
+            if let Some((id, event, timeout)) = next {
                 let deadline = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .unwrap()
                     .as_millis()
-                    + 60_000;
+                    + timeout.as_millis();
                 return Response::builder()
                     .header("content-type", "application/json")
                     .header("lambda-runtime-aws-request-id", id)
@@ -525,5 +532,85 @@ async fn a_tool_with_progress_streams_events_as_they_happen_with_keep_alives() {
         Vec::<String>::new(),
         "{}",
         function.logs()
+    );
+}
+
+/// The `data:` messages of an SSE body.
+fn sse_messages(body: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(body)
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_listen_stream_ends_with_its_result_before_the_invocation_deadline() {
+    let api = RuntimeApi::start().await;
+    let streaming = Function::start(&basket(), &api, &[("MCP_LAMBDA_STREAMING", "true")]);
+    // An invocation with 6 s left: the stream must close itself, with its result, 3 s before.
+    let listen = |source: &str| {
+        mcp_event(
+            source,
+            11,
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true}}),
+        )
+    };
+    for source in ["function_url_tools_call", "rest_v1_tools_call"] {
+        let started = Instant::now();
+        let invocation = api
+            .invoke_within(&listen(source), Duration::from_secs(6))
+            .await;
+        let took = started.elapsed();
+        let (status, headers, body) = invocation.streaming();
+        assert_eq!(status, 200, "{source}");
+        assert_eq!(
+            headers["content-type"], "text/event-stream",
+            "{source}: {headers}"
+        );
+        let messages = sse_messages(&body);
+        assert_eq!(
+            messages[0]["method"], "notifications/subscriptions/acknowledged",
+            "{source}: {messages:?}"
+        );
+        let last = messages.last().unwrap();
+        assert_eq!(last["id"], 11, "{source}: {last}");
+        assert_eq!(last["result"]["resultType"], "complete", "{source}: {last}");
+        assert!(
+            (Duration::from_millis(2500)..Duration::from_millis(5000)).contains(&took),
+            "{source}: the stream lasted {took:?}; it should end about 3 s before a 6 s deadline"
+        );
+    }
+    drop(streaming);
+
+    // Buffered (no response streaming): the same bound, and the whole exchange in one body.
+    let buffered = Function::start(&basket(), &api, &[]);
+    let started = Instant::now();
+    let invocation = api
+        .invoke_within(&listen("function_url_tools_call"), Duration::from_secs(5))
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    let (status, _, body) = invocation.buffered();
+    assert_eq!(status, 200, "{body}");
+    let messages = sse_messages(body.as_bytes());
+    assert_eq!(
+        messages[0]["method"], "notifications/subscriptions/acknowledged",
+        "{body}"
+    );
+    assert_eq!(
+        messages.last().unwrap()["result"]["resultType"],
+        "complete",
+        "{body}"
+    );
+    assert_eq!(
+        buffered.errors(),
+        Vec::<String>::new(),
+        "{}",
+        buffered.logs()
     );
 }
