@@ -50,6 +50,28 @@ check cfn-lint "$CFN_LINT" "${templates[@]}"
 sam_metadata_existed=0; [ -e "$HOME/.aws-sam/metadata.json" ] && sam_metadata_existed=1
 check sam-validate-lint "$SAM" validate --lint --template template.yaml
 [ "$sam_metadata_existed" = 1 ] || rm -f "$HOME/.aws-sam/metadata.json"
+# What no lint can see: the role grants exactly the DynamoDB actions the handle store and the
+# change feed send (a listen poll is one BatchGetItem), and a listen stream's limit is the
+# function timeout (the stream ends 3 s before the invocation's deadline) except behind a
+# buffered REST integration, which gives up after 29 s.
+check template-listen "$MCP_WORK/venv-sam/bin/python" - <<'PY'
+from cfnlint.decode import decode
+template, errors = decode("template.yaml")
+assert not errors, errors
+res = template["Resources"]
+statements = res["McpRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+items = [s for s in statements if isinstance(s, dict) and s.get("Sid") == "HandlesItems"][0]
+assert sorted(items["Action"]) == ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], items["Action"]
+env = res["McpFunction"]["Properties"]["Environment"]["Variables"]
+limit = env["MCP_LISTEN_MAX_SECS"]
+assert limit == {"Fn::If": ["RestBuffered", 25, {"Ref": "Timeout"}]}, limit
+assert env["MCP_LISTEN_POLL_MS"] == {"Ref": "ListenPollMs"}
+assert template["Conditions"]["RestBuffered"] == {"Fn::And": [{"Condition": "UseRestApi"}, {"Fn::Not": [{"Condition": "IsStreaming"}]}]}
+keep_alive_max = template["Parameters"]["SseKeepAliveSecs"].get("MaxValue", 10**9)
+assert keep_alive_max < 60, f"keep-alives must stay under CloudFront's 60 s OriginReadTimeout: MaxValue {keep_alive_max}"
+assert template["Parameters"]["Timeout"]["MaxValue"] <= 900
+print("role actions, listen limit and keep-alive bounds as documented")
+PY
 # The table has one definition, infra/handles-table.json; the template mirrors it.
 if [ -e infra/handles-table.json ]; then
   check table-matches-infra "$MCP_WORK/venv-sam/bin/python" - <<'PY'

@@ -39,6 +39,7 @@ use std::{
     time::Duration,
 };
 
+use mcp_lambda::listen::{Changes, MemoryFeed, Watch};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
@@ -52,20 +53,27 @@ use rmcp::{
         PromptMessage, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
         ReadResourceResult, Reference, RequestStateCodec, Resource, ResourceContents,
         ResourceTemplate, Role, SealOptions, ServerCapabilities, ServerConfig, ServerRequest,
-        SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
-        UnsubscribeRequestParams,
+        SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
     },
-    service::{RequestContext, SubscriptionContext},
+    service::RequestContext,
 };
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = mcp_lambda::Config::load().await?;
     mcp_lambda::init_tracing(&config);
-    let server = ConformanceServer::new(config.request_state_codec());
+    // List changes reach `subscriptions/listen` streams through the library's feed (one
+    // process: in memory), which serves listen for this handler.
+    let changes = Changes::new(MemoryFeed::new(None));
+    let server = ConformanceServer::new(config.request_state_codec(), changes.clone());
     mcp_lambda::App::new(config)
+        .changes(&changes)
+        .watch_resources(|uri: &str, _caller: Option<&mcp_lambda::Principal>| {
+            // Updates can only concern resources that exist; anyone may watch them.
+            (RESOURCE_URIS.contains(&uri) || template_id(uri).is_some())
+                .then(|| Watch::Resource(uri.to_owned()))
+        })
         .server(move || server.clone())
         .run()
         .await?;
@@ -96,7 +104,7 @@ pub struct ConformanceServer {
 struct Shared {
     codec: RequestStateCodec,
     /// List changes for open `subscriptions/listen` streams.
-    changes: broadcast::Sender<ListChange>,
+    changes: Changes,
     /// Toggled by `test_trigger_tool_change`: adds or removes `test_dynamic_tool`.
     dynamic_tool: AtomicBool,
     /// Toggled by `test_trigger_prompt_change`: adds or removes `test_dynamic_prompt`.
@@ -105,16 +113,9 @@ struct Shared {
     subscriptions: Mutex<HashSet<String>>,
 }
 
-#[derive(Clone, Copy, Debug)]
-enum ListChange {
-    Tools,
-    Prompts,
-}
-
 impl ConformanceServer {
     /// A server whose MRTR `requestState` is sealed and opened with `codec`.
-    pub fn new(codec: RequestStateCodec) -> Self {
-        let (changes, _) = broadcast::channel(16);
+    pub fn new(codec: RequestStateCodec, changes: Changes) -> Self {
         Self {
             shared: Arc::new(Shared {
                 codec,
@@ -557,12 +558,12 @@ impl ConformanceServer {
             }
             "test_trigger_tool_change" => {
                 self.shared.dynamic_tool.fetch_xor(true, Ordering::SeqCst);
-                let _ = self.shared.changes.send(ListChange::Tools);
+                let _ = self.shared.changes.tools_list_changed().await;
                 complete_text("Mutation triggered")
             }
             "test_trigger_prompt_change" => {
                 self.shared.dynamic_prompt.fetch_xor(true, Ordering::SeqCst);
-                let _ = self.shared.changes.send(ListChange::Prompts);
+                let _ = self.shared.changes.prompts_list_changed().await;
                 complete_text("Mutation triggered")
             }
             "test_dynamic_tool" if self.shared.dynamic_tool.load(Ordering::SeqCst) => {
@@ -922,56 +923,6 @@ impl ServerHandler for ConformanceServer {
             .expect("subscriptions lock")
             .remove(&request.uri);
         Ok(())
-    }
-
-    fn accepted_subscription_filter(
-        &self,
-        requested: &SubscriptionFilter,
-    ) -> Option<SubscriptionFilter> {
-        // rmcp intersects this with what was requested and what get_info advertises. The
-        // resource list never changes; updates can only concern resources that exist.
-        let mut accepted = requested.clone();
-        accepted.resources_list_changed = None;
-        if let Some(uris) = &mut accepted.resource_subscriptions {
-            uris.retain(|uri| RESOURCE_URIS.contains(&uri.as_str()) || template_id(uri).is_some());
-        }
-        Some(accepted)
-    }
-
-    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
-        let mut changes = self.shared.changes.subscribe();
-        let sink = subscription.sink().clone();
-        loop {
-            tokio::select! {
-                () = subscription.cancelled() => return Ok(()),
-                change = changes.recv() => {
-                    let sent = match change {
-                        Ok(ListChange::Tools) if sink.accepted().tools_list_changed == Some(true) => {
-                            sink.notify_tool_list_changed().await
-                        }
-                        Ok(ListChange::Prompts) if sink.accepted().prompts_list_changed == Some(true) => {
-                            sink.notify_prompt_list_changed().await
-                        }
-                        Ok(_) => Ok(()),
-                        // Missed changes still mean "the lists changed": tell the client once.
-                        Err(broadcast::error::RecvError::Lagged(_)) => {
-                            if sink.accepted().tools_list_changed == Some(true) {
-                                let _ = sink.notify_tool_list_changed().await;
-                            }
-                            if sink.accepted().prompts_list_changed == Some(true) {
-                                let _ = sink.notify_prompt_list_changed().await;
-                            }
-                            Ok(())
-                        }
-                        Err(broadcast::error::RecvError::Closed) => return Ok(()),
-                    };
-                    if let Err(error) = sent {
-                        tracing::debug!(%error, "listen stream closed");
-                        return Ok(());
-                    }
-                }
-            }
-        }
     }
 }
 
