@@ -4,8 +4,8 @@
 //! A handler publishes what changed through [`Changes`] (a tool, prompt or resource list, one
 //! resource's content); the library serves `subscriptions/listen` for it. rmcp sends the
 //! acknowledgment, enforces the accepted filter and writes the closing result; this module
-//! decides what a listener may watch ([`Listener::plan`]), then polls the feed
-//! ([`stream::run`]) and turns every change it sees into the notification the filter asked for.
+//! decides what a listener may watch (`plan.rs`), then polls the feed
+//! (`stream.rs`) and turns every change it sees into the notification the filter asked for.
 //!
 //! Two feeds behind [`ChangeFeed`], chosen like the handle store
 //! ([`ListenSettings::open`]): in memory (one process; a publish wakes its listeners at once)
