@@ -632,7 +632,12 @@ pub fn method_and_path_cases() -> Vec<Case> {
         // The basket offers basket://{basket_id} only: anything else is the spec's not-found.
         case("resources/read outside basket://", rpc("resources/read", json!({"uri": "file:///etc/passwd"})), err(200, -32602)),
         case("prompts/list (not advertised)", rpc("prompts/list", json!({})), err(404, -32601)),
-        case("subscriptions/listen (nothing to listen to)", rpc("subscriptions/listen", json!({"notifications": {"toolsListChanged": true}})), err(404, -32601)),
+        // The basket serves listen (the library's change feed); a filter it cannot honour is refused before any stream opens.
+        case("subscriptions/listen asking for nothing", rpc("subscriptions/listen", json!({"notifications": {}})), err(400, -32602)),
+        case("subscriptions/listen with only unknown keys", rpc("subscriptions/listen", json!({"notifications": {"everything": true}})), err(400, -32602)),
+        case("subscriptions/listen with 65 URIs", rpc("subscriptions/listen", json!({"notifications": {"resourceSubscriptions": (0..65).map(|i| format!("basket://{i}")).collect::<Vec<_>>()}})), err(400, -32602)),
+        case("subscriptions/listen filter a string", rpc("subscriptions/listen", json!({"notifications": "all"})), err(400, -32602)),
+        case("legacy subscriptions/listen", legacy(json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {"notifications": {"toolsListChanged": true}}})).set("MCP-Protocol-Version", "2025-11-25"), err(200, -32601)),
         case("completion/complete (not advertised)", rpc("completion/complete", json!({"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "a", "value": "b"}})), err(404, -32601)),
         case("a notification", mcp_headers("notifications/cancelled").body(format!(r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"_meta":{META},"requestId":1}}}}"#)), Expect::Status(202)),
         case("an unknown notification", mcp_headers("x/y").body(r#"{"jsonrpc":"2.0","method":"x/y"}"#), Expect::Status(202)),
