@@ -10,10 +10,16 @@ use tokio::sync::watch;
 use super::{Change, ChangeFeed, FeedError, Mark, Observed, Watch};
 use crate::handles::{HandleError, HandleStore};
 
+/// The most items the in-memory feed remembers. Past it, every resource's item is forgotten
+/// at once: each of their listeners then hears one (spurious) update and re-reads, which is
+/// always safe, and memory stays bounded however many URIs a handler publishes.
+pub const MAX_MEMORY_ITEMS: usize = 65_536;
+
 /// A [`ChangeFeed`] in this process's memory: what `cargo run` and tests use.
 ///
 /// Handle-backed resources are read from `handles` (the in-memory handle store of the same
-/// process); without one they are never present.
+/// process); without one they are never present. At most [`MAX_MEMORY_ITEMS`] items are
+/// remembered.
 pub struct MemoryFeed {
     marks: Mutex<HashMap<Watch, Mark>>,
     handles: Option<Arc<dyn HandleStore>>,
@@ -38,6 +44,9 @@ impl MemoryFeed {
 
     fn bump(&self, key: Watch, fingerprint: Option<String>) {
         let mut marks = self.marks.lock().expect("feed lock");
+        if marks.len() >= MAX_MEMORY_ITEMS && !marks.contains_key(&key) {
+            marks.retain(|watch, _| matches!(watch, Watch::List(_)));
+        }
         let mark = marks.entry(key).or_insert(Mark {
             version: 0,
             fingerprint: None,
@@ -94,5 +103,39 @@ impl ChangeFeed for MemoryFeed {
 
     fn wake(&self) -> Option<watch::Receiver<u64>> {
         Some(self.published.subscribe())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::listen::ListKind;
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn memory_stays_bounded_and_forgetting_reads_as_a_change() {
+        let feed = MemoryFeed::new(None);
+        feed.publish(&Change::List(ListKind::Tools)).await.unwrap();
+        feed.publish(&Change::Resource("r:first".into()))
+            .await
+            .unwrap();
+        let watches = [
+            Watch::List(ListKind::Tools),
+            Watch::Resource("r:first".into()),
+        ];
+        let before = feed.read(&watches).await.unwrap();
+        assert!(matches!(before[1], Observed::Present(_)));
+        for i in 0..MAX_MEMORY_ITEMS {
+            feed.publish(&Change::Resource(format!("r:{i}")))
+                .await
+                .unwrap();
+        }
+        assert!(feed.marks.lock().unwrap().len() <= MAX_MEMORY_ITEMS);
+        let after = feed.read(&watches).await.unwrap();
+        assert_eq!(after[0], before[0], "lists are never forgotten");
+        assert_eq!(
+            after[1],
+            Observed::Absent,
+            "a forgotten resource reads as changed"
+        );
     }
 }

@@ -39,7 +39,7 @@ pub(crate) mod stream;
 mod dynamodb;
 
 pub use feed::{Change, ChangeFeed, Changes, FeedError, ListKind, Mark, Observed, Watch};
-pub use memory::MemoryFeed;
+pub use memory::{MAX_MEMORY_ITEMS, MemoryFeed};
 pub(crate) use plan::{ListenPlan, Listener};
 pub use plan::{ListenRefusal, ResourceWatch};
 pub use settings::{ListenSettings, OpenError};
