@@ -1,11 +1,45 @@
-//! A plain HTTP/1.1 server for development (`cargo run`), on loopback by default.
+//! A plain HTTP/1.1 server for development and for a VPS behind a reverse proxy, on loopback
+//! by default.
+//!
+//! Two things here are about how connections end rather than what they carry:
+//!
+//! - **Draining.** When the [`Shutdown`] signal triggers (SIGTERM, Ctrl-C or
+//!   [`Server::shutdown`](crate::Server::shutdown)), the listener takes what the kernel has
+//!   already accepted, then closes, so a client that connects afterwards is refused at once (a
+//!   proxy retries elsewhere) and no half-accepted connection is reset. Every connection gets
+//!   hyper's graceful shutdown: idle keep-alive connections close, a request in flight is
+//!   answered and its connection then closes. [`serve`] returns once they are all gone, or
+//!   when `MCP_DRAIN_SECS` has passed (what is still open is dropped), or at a second signal.
+//! - **Lingering close.** A response sent before the request body was read (413 on a declared
+//!   length, 408, an early refusal) leaves the rest of the body on its way. Closing the socket
+//!   with unread bytes in its receive buffer makes the kernel send a reset, and a client that
+//!   writes its whole body before reading (Python's urllib, most raw-socket clients) then sees
+//!   "connection reset" instead of its 413. So such a connection is half-closed after the
+//!   answer and the rest is read and discarded, for at most [`LINGER_TIME`] and
+//!   [`LINGER_BYTES`], as nginx's `lingering_close` does; the bounds keep it from becoming a
+//!   way to hold connections open.
 
-use std::{convert::Infallible, net::SocketAddr, time::Duration};
+use std::{
+    convert::Infallible,
+    net::SocketAddr,
+    pin::Pin,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    task::{Context, Poll},
+    time::Duration,
+};
 
 use http::{HeaderValue, header};
+use http_body::{Body, Frame, SizeHint};
 use hyper::{body::Incoming, server::conn::http1};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
+use tokio::{
+    io::{AsyncReadExt as _, AsyncWriteExt as _},
+    net::{TcpListener, TcpStream},
+    task::JoinSet,
+};
 use tower::Service as _;
 
 use crate::{
@@ -21,10 +55,12 @@ use crate::{
 /// |---|---|---|
 /// | `MCP_BIND` | `127.0.0.1:3000` | local listen address (not used on Lambda) |
 /// | `MCP_READ_TIMEOUT_SECS` | `30` | seconds a client has to send a request's head, and then its body (slower bodies get 408; idle keep-alive connections close after it too) |
+/// | `MCP_DRAIN_SECS` | `30` | after SIGTERM or Ctrl-C, seconds the requests in flight get to finish before the process exits anyway; `0` = do not wait |
 ///
 /// ```
 /// let config = mcp_lambda::Config::local_default();
 /// assert_eq!(config.local.bind.to_string(), "127.0.0.1:3000");
+/// assert_eq!(config.local.drain.as_secs(), 30);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -34,10 +70,13 @@ pub struct LocalSettings {
     /// The time a client has to send a request's head, and then its body
     /// (`MCP_READ_TIMEOUT_SECS`); slowloris guard.
     pub read_timeout: Duration,
+    /// How long, after the shutdown signal, the requests in flight get to finish
+    /// (`MCP_DRAIN_SECS`); zero closes every connection at once.
+    pub drain: Duration,
 }
 
 impl LocalSettings {
-    /// Reads `MCP_BIND` and `MCP_READ_TIMEOUT_SECS`.
+    /// Reads `MCP_BIND`, `MCP_READ_TIMEOUT_SECS` and `MCP_DRAIN_SECS`.
     pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
         let bind = match env.get("MCP_BIND") {
             Some(v) => v.trim().parse().map_err(|_| {
@@ -55,14 +94,33 @@ impl LocalSettings {
             1..=3600,
             "whole seconds between 1 and 3600, e.g. 30",
         )?;
-        Ok(Self { bind, read_timeout })
+        let drain = env.secs(
+            "MCP_DRAIN_SECS",
+            30,
+            0..=3600,
+            "whole seconds between 0 and 3600, e.g. 30",
+        )?;
+        Ok(Self {
+            bind,
+            read_timeout,
+            drain,
+        })
     }
 }
 
 /// The largest request head (request line and headers) accepted; more gets 431.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 
-/// Serves `service` on `bind` until Ctrl-C or SIGTERM.
+/// The longest a connection answered before its request body was read is kept open to
+/// discard the rest of the body (nginx's `lingering_timeout` default is also 5 s).
+pub(crate) const LINGER_TIME: Duration = Duration::from_secs(5);
+
+/// The most bytes discarded from such a connection before it is closed anyway: eight times
+/// the 8 MiB a careless client is likely to send, far below what would cost anything.
+pub(crate) const LINGER_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Serves `service` on `bind` until `shutdown` triggers (the task spawned here triggers it on
+/// Ctrl-C or SIGTERM), then drains: see the module documentation.
 ///
 /// `read_timeout` bounds the wait for each request's head (and for the next
 /// request on an idle keep-alive connection: the connection is closed) and,
@@ -76,7 +134,7 @@ pub(crate) async fn serve<H>(
 where
     H: rmcp::ServerHandler,
 {
-    let (bind, read_timeout) = (settings.bind, settings.read_timeout);
+    let bind = settings.bind;
     let listener = TcpListener::bind(bind)
         .await
         .map_err(|source| Error::Bind { addr: bind, source })?;
@@ -89,55 +147,198 @@ where
         shutdown_signal().await;
         signalled.trigger();
     });
-    loop {
-        let (stream, _) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    // Out of file descriptors and the like: keep serving.
-                    tracing::warn!(%error, "accept failed");
-                    continue;
-                }
-            },
-            () = shutdown.triggered() => break,
-        };
+    let mut connections = JoinSet::new();
+    let start = |connections: &mut JoinSet<()>, stream: TcpStream| {
         let _ = stream.set_nodelay(true);
-        let service = service.clone();
-        tokio::spawn(async move {
-            let hyper_service =
-                hyper::service::service_fn(move |mut request: http::Request<Incoming>| {
-                    let mut service = service.clone();
-                    // RFC 9112 §3.2.2: an absolute-form target's authority overrides Host,
-                    // so the Host check judges the host the request actually names.
-                    if let Some(authority) = request.uri().authority()
-                        && let Ok(host) = HeaderValue::from_str(authority.as_str())
-                    {
-                        request.headers_mut().insert(header::HOST, host);
-                    }
-                    let request = request.map(|body| Deadline::new(body, read_timeout));
-                    async move {
-                        Ok::<_, Infallible>(
-                            service
-                                .call(request)
-                                .await
-                                .unwrap_or_else(|never| match never {}),
-                        )
-                    }
-                });
-            if let Err(error) = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(read_timeout)
-                .max_header_size(MAX_HEAD_BYTES)
-                .max_buf_size(64 * 1024)
-                .serve_connection(TokioIo::new(stream), hyper_service)
-                .await
-            {
-                tracing::debug!(%error, "connection closed with an error");
-            }
-        });
+        connections.spawn(connection(
+            stream,
+            service.clone(),
+            settings.read_timeout,
+            shutdown.clone(),
+        ));
+    };
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => start(&mut connections, stream),
+                // Out of file descriptors and the like: keep serving.
+                Err(error) => tracing::warn!(%error, "accept failed"),
+            },
+            // Finished connections are reaped as they end, so the set holds only open ones.
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            () = shutdown.triggered() => break,
+        }
     }
-    tracing::info!("shutting down");
+    // The connections the kernel has completed but nobody accepted yet would be reset when the
+    // listener closes: take them without waiting (each then answers one request and closes).
+    match listener.into_std() {
+        Ok(listener) => {
+            while let Ok((stream, _)) = listener.accept() {
+                if stream.set_nonblocking(true).is_ok()
+                    && let Ok(stream) = TcpStream::from_std(stream)
+                {
+                    start(&mut connections, stream);
+                }
+            }
+            drop(listener);
+        }
+        Err(error) => tracing::warn!(%error, "could not take the accept backlog"),
+    }
+    tracing::info!(
+        connections = connections.len(),
+        deadline_secs = settings.drain.as_secs(),
+        "draining {} connections",
+        connections.len()
+    );
+    let drained = async { while connections.join_next().await.is_some() {} };
+    tokio::select! {
+        () = drained => {
+            tracing::info!("drained");
+            return Ok(());
+        }
+        () = tokio::time::sleep(settings.drain) => {}
+        // An operator pressing Ctrl-C again means "now".
+        () = shutdown_signal() => {}
+    }
+    tracing::warn!(
+        open = connections.len(),
+        "drain ended with {} connections still open: closing them",
+        connections.len()
+    );
+    connections.shutdown().await;
     Ok(())
+}
+
+/// Serves one connection until it ends, gracefully once `shutdown` triggers, then closes it:
+/// with a lingering close if a request body was left unread.
+async fn connection<H>(
+    stream: TcpStream,
+    service: McpService<H>,
+    read_timeout: Duration,
+    shutdown: Shutdown,
+) where
+    H: rmcp::ServerHandler,
+{
+    let unread = Arc::new(AtomicBool::new(false));
+    let body_unread = unread.clone();
+    let hyper_service = hyper::service::service_fn(move |mut request: http::Request<Incoming>| {
+        let mut service = service.clone();
+        // RFC 9112 §3.2.2: an absolute-form target's authority overrides Host,
+        // so the Host check judges the host the request actually names.
+        if let Some(authority) = request.uri().authority()
+            && let Ok(host) = HeaderValue::from_str(authority.as_str())
+        {
+            request.headers_mut().insert(header::HOST, host);
+        }
+        let unread = body_unread.clone();
+        let request = request.map(|body| Deadline::new(Watched::new(body, unread), read_timeout));
+        // Boxed: taking the connection back from hyper (`poll_without_shutdown`) needs an
+        // `Unpin` future.
+        Box::pin(async move {
+            Ok::<_, Infallible>(
+                service
+                    .call(request)
+                    .await
+                    .unwrap_or_else(|never| match never {}),
+            )
+        })
+    });
+    let mut conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(read_timeout)
+        .max_header_size(MAX_HEAD_BYTES)
+        .max_buf_size(64 * 1024)
+        .serve_connection(TokioIo::new(stream), hyper_service);
+    let mut draining = false;
+    // Without shutdown: the socket comes back to decide how to close it.
+    let served = loop {
+        tokio::select! {
+            served = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)) => break served,
+            () = shutdown.triggered(), if !draining => {
+                draining = true;
+                // Idle: closes now. Mid-request: answers it, then closes.
+                Pin::new(&mut conn).graceful_shutdown();
+            }
+        }
+    };
+    if let Err(error) = served {
+        tracing::debug!(%error, "connection closed with an error");
+    }
+    let mut stream = conn.into_parts().io.into_inner();
+    if unread.load(Ordering::Relaxed) {
+        linger(stream).await;
+    } else {
+        let _ = stream.shutdown().await;
+    }
+}
+
+/// Half-closes `stream` (the client reads the answer, then end-of-stream) and discards what
+/// the client still sends, until it closes its side or the bounds are reached.
+async fn linger(mut stream: TcpStream) {
+    let _ = stream.shutdown().await;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut left = LINGER_BYTES;
+    let discard = async {
+        while left > 0 {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n as u64),
+            }
+        }
+    };
+    if tokio::time::timeout(LINGER_TIME, discard).await.is_err() {
+        tracing::debug!("lingering close timed out");
+    }
+}
+
+/// A request body that notes, when dropped, whether it was left unread, so the connection
+/// knows to close with a lingering close.
+struct Watched<B: Body> {
+    inner: B,
+    ended: bool,
+    unread: Arc<AtomicBool>,
+}
+
+impl<B: Body> Watched<B> {
+    fn new(inner: B, unread: Arc<AtomicBool>) -> Self {
+        Self {
+            inner,
+            ended: false,
+            unread,
+        }
+    }
+}
+
+impl<B: Body + Unpin> Body for Watched<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let frame = Pin::new(&mut self.inner).poll_frame(cx);
+        if let Poll::Ready(None) = frame {
+            self.ended = true;
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl<B: Body> Drop for Watched<B> {
+    fn drop(&mut self) {
+        if !self.ended && !self.inner.is_end_stream() {
+            self.unread.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 async fn shutdown_signal() {
