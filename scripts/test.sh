@@ -95,6 +95,9 @@ suite bench-smoke benches/side-by-side.sh --smoke
 suite load scripts/soak.sh --short
 suite fuzz scripts/fuzz.sh --smoke
 
+# --- The README's nginx recipe: two basket processes behind nginx, a rolling restart
+suite nginx scripts/nginx-tests.sh
+
 echo
 if [ ${#failures[@]} -gt 0 ]; then echo "failing steps: ${failures[*]} (logs in $LOGS)"; fi
 echo "all: $passed passed, $failed failed"
