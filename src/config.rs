@@ -190,6 +190,9 @@ mod tests {
         assert!(!c.http.legacy_sessions);
         assert_eq!(c.http.sse_keep_alive, Duration::from_secs(15));
         assert_eq!(c.local.read_timeout, Duration::from_secs(30));
+        assert_eq!(c.local.drain, Duration::from_secs(30));
+        let c = config(&[("MCP_DRAIN_SECS", "0")]).unwrap();
+        assert_eq!(c.local.drain, Duration::ZERO, "0 = do not wait");
     }
 
     #[test]
@@ -206,6 +209,7 @@ mod tests {
             ("MCP_LOG", "info,[[[", "tracing filter"),
             ("MCP_SSE_KEEP_ALIVE_SECS", "0", "between 1 and 300"),
             ("MCP_READ_TIMEOUT_SECS", "3601", "between 1 and 3600"),
+            ("MCP_DRAIN_SECS", "3601", "between 0 and 3600"),
             ("MCP_HANDLE_TTL_SECS", "0", "whole seconds"),
             ("MCP_LAMBDA_STREAMING", "sometimes", "true or false"),
         ] {

@@ -8,7 +8,8 @@
 //!   already accepted, then closes, so a client that connects afterwards is refused at once (a
 //!   proxy retries elsewhere) and no half-accepted connection is reset. Every connection gets
 //!   hyper's graceful shutdown: idle keep-alive connections close, a request in flight is
-//!   answered and its connection then closes. [`serve`] returns once they are all gone, or
+//!   answered and its connection then closes; a connection that has not sent its first request
+//!   yet gets [`FIRST_REQUEST_GRACE`] to begin it, and is answered too. [`serve`] returns once they are all gone, or
 //!   when `MCP_DRAIN_SECS` has passed (what is still open is dropped), or at a second signal.
 //! - **Lingering close.** A response sent before the request body was read (413 on a declared
 //!   length, 408, an early refusal) leaves the rest of the body on its way. Closing the socket
@@ -38,6 +39,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::{
     io::{AsyncReadExt as _, AsyncWriteExt as _},
     net::{TcpListener, TcpStream},
+    sync::Notify,
     task::JoinSet,
 };
 use tower::Service as _;
@@ -110,6 +112,12 @@ impl LocalSettings {
 
 /// The largest request head (request line and headers) accepted; more gets 431.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// How long, after the shutdown signal, a connection that has not begun its first request
+/// is given to begin it (a client sends its request one round trip after connecting; Go's
+/// `net/http` gives such connections 5 s). A connection that sends nothing is then closed, so
+/// a speculative connection (browsers open some) does not hold the drain.
+pub(crate) const FIRST_REQUEST_GRACE: Duration = Duration::from_secs(2);
 
 /// The longest a connection answered before its request body was read is kept open to
 /// discard the rest of the body (nginx's `lingering_timeout` default is also 5 s).
@@ -221,7 +229,11 @@ async fn connection<H>(
 {
     let unread = Arc::new(AtomicBool::new(false));
     let body_unread = unread.clone();
+    // Rung at each request (a permit is kept until someone waits): the drain waits for it.
+    let requested = Arc::new(Notify::new());
+    let request_began = requested.clone();
     let hyper_service = hyper::service::service_fn(move |mut request: http::Request<Incoming>| {
+        request_began.notify_one();
         let mut service = service.clone();
         // RFC 9112 §3.2.2: an absolute-form target's authority overrides Host,
         // so the Host check judges the host the request actually names.
@@ -249,14 +261,28 @@ async fn connection<H>(
         .max_header_size(MAX_HEAD_BYTES)
         .max_buf_size(64 * 1024)
         .serve_connection(TokioIo::new(stream), hyper_service);
-    let mut draining = false;
+    // hyper's graceful shutdown closes a connection it has read nothing from yet, even when
+    // its first request is already waiting in the socket (a connection accepted just before the
+    // signal, or taken from the backlog): that request would be lost. So the graceful shutdown
+    // waits for the connection's first request to begin, or for FIRST_REQUEST_GRACE.
+    let mut phase = Phase::Serving;
+    let grace = tokio::time::sleep(Duration::MAX);
+    tokio::pin!(grace);
     // Without shutdown: the socket comes back to decide how to close it.
     let served = loop {
         tokio::select! {
             served = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)) => break served,
-            () = shutdown.triggered(), if !draining => {
-                draining = true;
+            () = shutdown.triggered(), if phase == Phase::Serving => {
+                phase = Phase::AwaitingRequest;
+                grace.as_mut().reset(tokio::time::Instant::now() + FIRST_REQUEST_GRACE);
+            }
+            () = requested.notified(), if phase == Phase::AwaitingRequest => {
+                phase = Phase::Draining;
                 // Idle: closes now. Mid-request: answers it, then closes.
+                Pin::new(&mut conn).graceful_shutdown();
+            }
+            () = &mut grace, if phase == Phase::AwaitingRequest => {
+                phase = Phase::Draining;
                 Pin::new(&mut conn).graceful_shutdown();
             }
         }
@@ -270,6 +296,17 @@ async fn connection<H>(
     } else {
         let _ = stream.shutdown().await;
     }
+}
+
+/// Where a connection is in the drain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// No shutdown signal yet.
+    Serving,
+    /// Signalled; waiting for the first request to begin before the graceful shutdown.
+    AwaitingRequest,
+    /// Graceful shutdown called: hyper ends the connection after the request in progress.
+    Draining,
 }
 
 /// Half-closes `stream` (the client reads the answer, then end-of-stream) and discards what
