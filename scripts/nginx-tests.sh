@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's nginx recipe, run for real: two basket processes on loopback sharing a DynamoDB
 # Local table, behind nginx configured with the README's fenced nginx block, through a rolling
-# restart. Ends with "nginx: N passed, M failed" (a skipped check is counted as neither).
+# restart, with a subscriptions/listen stream open through nginx. Ends with
+# "nginx: N passed, M failed" (a skipped check is counted as neither).
 #
 #   scripts/nginx-tests.sh
 #
@@ -42,6 +43,7 @@ cleanup() {
     if [ -n "${PID[$name]:-}" ] && kill -0 "${PID[$name]}" 2>/dev/null; then kill "${PID[$name]}"; fi
   done
   if [ -n "$NGINX_PID" ] && kill -0 "$NGINX_PID" 2>/dev/null; then kill "$NGINX_PID"; fi
+  if [ -n "${LISTEN_PID:-}" ] && kill -0 "$LISTEN_PID" 2>/dev/null; then kill "$LISTEN_PID"; fi
   wait 2>/dev/null
   scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true
   if [ "$failed" -eq 0 ]; then rm -rf "$DIR"; else say "logs kept in $DIR"; fi
@@ -94,7 +96,7 @@ start_basket() { # NAME: start it on its port and wait until /healthz answers
   local name=$1
   env -i PATH="$PATH" HOME="$HOME" MCP_BIND="127.0.0.1:${PORT[$name]}" MCP_ALLOWED_HOSTS="$HOST" MCP_REQUEST_STATE_KEY="$KEY" \
     MCP_HANDLES_TABLE="$TABLE" AWS_ENDPOINT_URL_DYNAMODB="$ENDPOINT" AWS_REGION=us-east-1 \
-    AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local MCP_LOG=info MCP_DRAIN_SECS=10 \
+    AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local MCP_LOG=info MCP_DRAIN_SECS=10 MCP_LISTEN_POLL_MS=500 \
     "$BASKET" >>"$DIR/basket-$name.log" 2>&1 </dev/null &
   PID[$name]=$!
   for _ in $(seq 200); do
@@ -208,18 +210,64 @@ shared() {
 }
 if shared; then pass "a basket created on A is changed on B and read on both through nginx"; else fail "a basket shared by the two processes"; fi
 
-# --- subscriptions/listen through nginx (another change adds listen) -------------------------
+# --- subscriptions/listen through nginx -----------------------------------------------------
+# A listen stream through nginx hears of a change sent straight to either process (so at least
+# one of the two is "through the other process") within 2 s (MCP_LISTEN_POLL_MS=500: a change
+# arrives within two polls). The stream stays open through the rolling restart below, and must
+# end there with its result when its process drains (check_listen_ends_with_its_result).
+LISTEN_PID=""
+LISTEN_OUT="$DIR/listen.out"
 check_listen_through_nginx() {
-  local answer
+  local answer basket uri name before deadline
   answer=$("${CLIENT[@]}" listen-probe "$URL" "$HOST" 2>&1)
   if [ "$answer" = unsupported ]; then
     say "SKIPPED (not counted): check_listen_through_nginx: the basket answers subscriptions/listen with -32601"
     return
   fi
-  # TODO(listen): a listen stream through nginx receives notifications/resources/updated for
-  # basket://<id> within 2 s of an add_item sent through the other process, and ends with its
-  # result {"resultType":"complete",...} when its process is restarted below.
-  fail "check_listen_through_nginx: subscriptions/listen is answered ($answer) but this check is not written yet"
+  if [ "$answer" != supported ]; then fail "listen: subscriptions/listen through nginx: $answer"; return; fi
+  basket=$("${CLIENT[@]}" call "http://127.0.0.1:${PORT[A]}/mcp" "$HOST" create_basket '{}' \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["basket_id"])') || { fail "listen: creating a basket"; return; }
+  uri="basket://$basket"
+  "${CLIENT[@]}" listen "$URL" "$HOST" "$uri" "$LISTEN_OUT" &
+  LISTEN_PID=$!
+  deadline=$((SECONDS + 10))
+  until grep -q 'notifications/subscriptions/acknowledged' "$LISTEN_OUT" 2>/dev/null; do
+    if [ $SECONDS -ge $deadline ] || grep -qE '^(END|ERROR)' "$LISTEN_OUT" 2>/dev/null; then
+      cat "$LISTEN_OUT" 2>/dev/null; fail "listen: a stream through nginx is acknowledged"; return
+    fi
+    sleep 0.05
+  done
+  grep 'acknowledged' "$LISTEN_OUT" | grep -qF "\"$uri\"" || { cat "$LISTEN_OUT"; fail "listen: the acknowledgment keeps the basket"; return; }
+  for name in A B; do
+    before=$(grep -c "notifications/resources/updated.*$uri" "$LISTEN_OUT")
+    "${CLIENT[@]}" call "http://127.0.0.1:${PORT[$name]}/mcp" "$HOST" add_item \
+      "{\"basket_id\":\"$basket\",\"sku\":\"tea\",\"quantity\":1}" >/dev/null || { fail "listen: add_item on $name"; return; }
+    deadline=$(python3 -c 'import time; print(time.time() + 2)')
+    while [ "$(grep -c "notifications/resources/updated.*$uri" "$LISTEN_OUT")" -le "$before" ]; do
+      if python3 -c "import sys, time; sys.exit(time.time() < $deadline)"; then
+        cat "$LISTEN_OUT"; fail "listen: no notifications/resources/updated within 2 s of an add_item on $name"; return
+      fi
+      sleep 0.05
+    done
+  done
+  pass "listen through nginx: notifications/resources/updated within 2 s of add_item on either process"
+}
+
+# After the rolling restart: the stream ended with its result, not a cut connection.
+check_listen_ends_with_its_result() {
+  [ -n "$LISTEN_PID" ] || return
+  local deadline=$((SECONDS + 15))
+  while kill -0 "$LISTEN_PID" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+  if kill -0 "$LISTEN_PID" 2>/dev/null; then
+    kill "$LISTEN_PID"; fail "listen: the stream was still open after both processes restarted"; return
+  fi
+  local last
+  last=$(grep -vE '^(END|ERROR)' "$LISTEN_OUT" | tail -n 1)
+  if tail -n 1 "$LISTEN_OUT" | grep -qx END && [[ "$last" == *'"id": "nginx-listen"'* && "$last" == *'"resultType": "complete"'* ]]; then
+    pass "listen: the stream ended with its result {\"resultType\":\"complete\"} when its process drained"
+  else
+    tail -n 3 "$LISTEN_OUT"; fail "listen: the stream did not end with its result"
+  fi
 }
 check_listen_through_nginx
 
@@ -242,6 +290,7 @@ restart A
 restart B
 touch "$DIR/stop"
 wait "$adds_pid"
+check_listen_ends_with_its_result
 cat "$DIR/adds.log"
 if out=$("${CLIENT[@]}" tally "$DIR/adds.json" "$URL" "$HOST" 2>&1); then
   pass "rolling restart: $out, no call failed"

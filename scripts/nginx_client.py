@@ -11,6 +11,9 @@
                                                    holds exactly its successful adds
     nginx_client.py listen-probe URL HOST          prints "unsupported" if subscriptions/listen
                                                    answers -32601, else "supported"
+    nginx_client.py listen URL HOST URI OUT        a listen stream on resource URI: appends each
+                                                   message to OUT as "<unix time> <json>", then
+                                                   "END" when the stream ends (or "ERROR ...")
 
 HOST is sent as the Host header (the servers check it against MCP_ALLOWED_HOSTS). Exits non-zero
 with a message naming what was wrong.
@@ -123,6 +126,53 @@ def tally(out, url, host):
     print(f"tally: {report['ok']} adds, all in their baskets")
 
 
+def listen(url, host, uri, out):
+    params = {"_meta": META, "notifications": {"resourceSubscriptions": [uri]}}
+    body = json.dumps({"jsonrpc": "2.0", "id": "nginx-listen", "method": "subscriptions/listen",
+                       "params": params}).encode()
+    headers = {
+        "Host": host,
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": VERSION,
+        "Mcp-Method": "subscriptions/listen",
+    }
+    with open(out, "a", buffering=1) as log:
+        try:
+            # Keep-alive comments come every 15 s; a minute of silence is a failure.
+            with urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=60) as response:
+                data = []
+                for raw in response:
+                    line = raw.decode().rstrip("\r\n")
+                    if line.startswith("data:"):
+                        data.append(line[5:].strip())
+                    elif not line and data:
+                        log.write(f"{time.time():.3f} {json.dumps(json.loads(chr(10).join(data)))}\n")
+                        data = []
+            log.write("END\n")
+        except Exception as error:  # noqa: BLE001 - any failure is reported in OUT
+            log.write(f"ERROR {error!r}\n")
+
+
+def listen_probe(url, host):
+    """"unsupported" for -32601, "supported" for an event stream (closed at once)."""
+    params = {"_meta": META, "notifications": {"toolsListChanged": True}}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+                       "params": params}).encode()
+    headers = {"Host": host, "Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": VERSION, "Mcp-Method": "subscriptions/listen"}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=10) as response:
+            if response.headers.get("Content-Type", "").startswith("text/event-stream"):
+                return "supported"
+            answer = json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        answer = json.loads(error.read() or b"{}")
+    code = answer.get("error", {}).get("code")
+    return "unsupported" if code == -32601 else f"answered {answer}"
+
+
 def main(argv):
     command, args = argv[1], argv[2:]
     try:
@@ -139,17 +189,11 @@ def main(argv):
             adds(*args)
         elif command == "tally":
             tally(*args)
+        elif command == "listen":
+            listen(*args)
         elif command == "listen-probe":
             url, host = args
-            try:
-                params = {"notifications": {"toolsListChanged": True}}
-                answer = rpc(url, host, "subscriptions/listen", params, timeout=3)
-            except CallFailed as error:
-                if "-32601" in str(error):
-                    print("unsupported")
-                    return
-                raise
-            print("unsupported" if answer.get("error", {}).get("code") == -32601 else "supported")
+            print(listen_probe(url, host))
         else:
             sys.exit(f"unknown command {command}")
     except CallFailed as error:
