@@ -235,6 +235,24 @@ async fn a_connection_that_sends_nothing_holds_the_drain_only_briefly() {
 }
 
 #[tokio::test]
+async fn a_second_signal_ends_the_drain() {
+    let mut basket = Basket::start(&[]).await;
+    let (head, body) = create_basket(basket.addr);
+    let mut stream = TcpStream::connect(basket.addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&body[..10]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    basket.sigterm();
+    // The stuck request would hold the drain for 30 s; a second SIGTERM means "now".
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    basket.sigterm();
+    let (status, took, log) = basket.exit(Duration::from_secs(5)).await;
+    assert!(status.success(), "exit status {status}: {log}");
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert!(log.contains("still open"), "{log}");
+}
+
+#[tokio::test]
 async fn with_drain_secs_0_a_stuck_request_does_not_hold_the_exit() {
     let mut basket = Basket::start(&[("MCP_DRAIN_SECS", "0")]).await;
     let (head, body) = create_basket(basket.addr);

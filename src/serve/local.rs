@@ -22,6 +22,7 @@
 
 use std::{
     convert::Infallible,
+    io::ErrorKind,
     net::SocketAddr,
     pin::Pin,
     sync::{
@@ -181,11 +182,23 @@ where
     // listener closes: take them without waiting (each then answers one request and closes).
     match listener.into_std() {
         Ok(listener) => {
-            while let Ok((stream, _)) = listener.accept() {
-                if stream.set_nonblocking(true).is_ok()
-                    && let Ok(stream) = TcpStream::from_std(stream)
-                {
-                    start(&mut connections, stream);
+            loop {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        if stream.set_nonblocking(true).is_ok()
+                            && let Ok(stream) = TcpStream::from_std(stream)
+                        {
+                            start(&mut connections, stream);
+                        }
+                    }
+                    // One connection reset while it waited: the next may be fine.
+                    Err(error)
+                        if matches!(
+                            error.kind(),
+                            ErrorKind::ConnectionAborted | ErrorKind::Interrupted
+                        ) => {}
+                    // WouldBlock: the backlog is empty.
+                    Err(_) => break,
                 }
             }
             drop(listener);
