@@ -633,3 +633,24 @@ async fn a_listener_hears_of_its_own_baskets_only() {
         9
     );
 }
+
+#[tokio::test]
+async fn sigterm_ends_every_listen_stream_with_its_result_then_exits_0() {
+    let mut server = Server::start(&[]).await;
+    let mut tools = server
+        .listen(json!("tools"), json!({"toolsListChanged": true}))
+        .await;
+    tools.acknowledged().await;
+    let id = server.ok("create_basket", json!({})).await["basket_id"].clone();
+    let uri = format!("basket://{}", id.as_str().unwrap());
+    let mut basket = server
+        .listen(json!(2), json!({"resourceSubscriptions": [uri]}))
+        .await;
+    basket.acknowledged().await;
+
+    server.terminate();
+    // Both streams get the closing result: their clients re-listen instead of seeing a cut.
+    tools.closing_result(Duration::from_secs(5)).await;
+    basket.closing_result(Duration::from_secs(5)).await;
+    assert!(server.wait_exit(Duration::from_secs(10)).await.success());
+}

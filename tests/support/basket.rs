@@ -191,6 +191,30 @@ impl Server {
         (status, headers, json)
     }
 
+    /// Sends SIGTERM: the server drains and exits.
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("running kill");
+        assert!(status.success(), "kill -TERM failed");
+    }
+
+    /// Waits up to `within` for the process to exit; its exit status.
+    pub async fn wait_exit(&mut self, within: Duration) -> ExitStatus {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                started.elapsed() < within,
+                "the server did not exit within {within:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Opens a `subscriptions/listen` stream for `filter` with JSON-RPC id `id`.
     pub async fn listen(&self, id: Value, filter: Value) -> ListenStream {
         let body = json!({
