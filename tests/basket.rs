@@ -292,15 +292,9 @@ async fn tools_list_names_the_five_tools_and_the_expiry_policy() {
 
 #[tokio::test]
 async fn a_basket_belongs_to_its_creator_and_looks_missing_to_anyone_else() {
-    let key = TestKey::p256("k1");
-    let issuer = Issuer::start(&[&key]).await;
-    let audience = "https://basket.test/mcp";
-    let server = Server::start(&[
-        ("MCP_AUTH_ISSUER", issuer.url.as_str()),
-        ("MCP_AUTH_AUDIENCE", audience),
-    ])
-    .await;
-    let token = |who: &str| key.sign(&issuer.claims(audience, who, ""));
+    let auth = WithAuth::start().await;
+    let server = &auth.server;
+    let token = |who: &str| auth.token(who);
     *server.token.lock().unwrap() = Some(token("alice"));
     let id = server.ok("create_basket", json!({})).await["basket_id"]
         .as_str()
@@ -509,15 +503,9 @@ async fn unknown_expired_and_malformed_basket_uris_are_all_not_found() {
 
 #[tokio::test]
 async fn a_basket_resource_reads_as_not_found_to_anyone_but_its_owner() {
-    let key = TestKey::p256("k1");
-    let issuer = Issuer::start(&[&key]).await;
-    let audience = "https://basket.test/mcp";
-    let server = Server::start(&[
-        ("MCP_AUTH_ISSUER", issuer.url.as_str()),
-        ("MCP_AUTH_AUDIENCE", audience),
-    ])
-    .await;
-    let token = |who: &str| key.sign(&issuer.claims(audience, who, ""));
+    let auth = WithAuth::start().await;
+    let server = &auth.server;
+    let token = |who: &str| auth.token(who);
     *server.token.lock().unwrap() = Some(token("alice"));
     let id = server.ok("create_basket", json!({})).await["basket_id"]
         .as_str()
@@ -579,15 +567,9 @@ async fn resources_read_needs_the_uri_in_mcp_name() {
 
 #[tokio::test]
 async fn a_listener_hears_of_its_own_baskets_only() {
-    let key = TestKey::p256("k1");
-    let issuer = Issuer::start(&[&key]).await;
-    let audience = "https://basket.test/mcp";
-    let server = Server::start(&[
-        ("MCP_AUTH_ISSUER", issuer.url.as_str()),
-        ("MCP_AUTH_AUDIENCE", audience),
-    ])
-    .await;
-    let token = |who: &str| key.sign(&issuer.claims(audience, who, ""));
+    let auth = WithAuth::start().await;
+    let server = &auth.server;
+    let token = |who: &str| auth.token(who);
     let as_user = |who: &str| *server.token.lock().unwrap() = Some(token(who));
     as_user("alice");
     let alices = server.ok("create_basket", json!({})).await["basket_id"].clone();
@@ -653,4 +635,35 @@ async fn sigterm_ends_every_listen_stream_with_its_result_then_exits_0() {
     tools.closing_result(Duration::from_secs(5)).await;
     basket.closing_result(Duration::from_secs(5)).await;
     assert!(server.wait_exit(Duration::from_secs(10)).await.success());
+}
+
+/// The basket with auth on: a loopback issuer and real signatures.
+struct WithAuth {
+    server: Server,
+    key: TestKey,
+    issuer: Issuer,
+}
+
+impl WithAuth {
+    const AUDIENCE: &str = "https://basket.test/mcp";
+
+    async fn start() -> Self {
+        let key = TestKey::p256("k1");
+        let issuer = Issuer::start(&[&key]).await;
+        let server = Server::start(&[
+            ("MCP_AUTH_ISSUER", issuer.url.as_str()),
+            ("MCP_AUTH_AUDIENCE", Self::AUDIENCE),
+        ])
+        .await;
+        Self {
+            server,
+            key,
+            issuer,
+        }
+    }
+
+    /// A token for the user `who`.
+    fn token(&self, who: &str) -> String {
+        self.key.sign(&self.issuer.claims(Self::AUDIENCE, who, ""))
+    }
 }

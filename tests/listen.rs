@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use http::Request;
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use http_body_util::{Full, combinators::BoxBody};
 use mcp_lambda::handles::{HandleId, HandleStore};
 use mcp_lambda::listen::{Changes, StreamLimits, Watch};
 use mcp_lambda::{App, Config, McpService, Principal};
@@ -96,46 +96,7 @@ async fn setup(vars: &[(&str, &str)]) -> Setup {
     }
 }
 
-/// An open SSE answer, read message by message.
-struct Stream {
-    body: BoxBody<Bytes, std::convert::Infallible>,
-    buffer: String,
-    status: http::StatusCode,
-    content_type: String,
-}
-
-impl Stream {
-    /// The next JSON message, or `None` when the stream ended; panics after `within`.
-    async fn next(&mut self, within: Duration) -> Option<Value> {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let event: String = self.buffer.drain(..end + 2).collect();
-                let data: Vec<&str> = event
-                    .lines()
-                    .filter_map(|line| line.strip_prefix("data:"))
-                    .map(str::trim_start)
-                    .collect();
-                if data.is_empty() {
-                    continue; // a keep-alive comment
-                }
-                return Some(serde_json::from_str(&data.join("\n")).unwrap());
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            let frame = tokio::time::timeout(left, self.body.frame())
-                .await
-                .expect("the stream stayed silent too long");
-            match frame {
-                None => return None,
-                Some(frame) => {
-                    if let Ok(data) = frame.unwrap().into_data() {
-                        self.buffer.push_str(&String::from_utf8_lossy(&data));
-                    }
-                }
-            }
-        }
-    }
-}
+type Stream = support::sse::ListenStream<BoxBody<Bytes, std::convert::Infallible>>;
 
 async fn listen_with(
     service: &McpService<Changing>,
@@ -144,7 +105,7 @@ async fn listen_with(
     limits: Option<StreamLimits>,
 ) -> Stream {
     let (headers, body) = fixture::modern(
-        id,
+        id.clone(),
         "subscriptions/listen",
         json!({ "notifications": filter }),
     );
@@ -160,18 +121,13 @@ async fn listen_with(
         request.extensions_mut().insert(limits);
     }
     let response = service.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    Stream {
-        body: response.into_body(),
-        buffer: String::new(),
-        status,
-        content_type,
-    }
+    assert_eq!(response.status(), 200);
+    let content_type = response.headers().get("content-type").unwrap();
+    assert!(
+        content_type.as_bytes().starts_with(b"text/event-stream"),
+        "{content_type:?}"
+    );
+    Stream::new(id, response.into_body())
 }
 
 async fn listen(service: &McpService<Changing>, id: Value, filter: Value) -> Stream {
@@ -180,53 +136,6 @@ async fn listen(service: &McpService<Changing>, id: Value, filter: Value) -> Str
 
 fn method(message: &Value) -> &str {
     message["method"].as_str().unwrap_or("")
-}
-
-/// Reads the acknowledgment and returns the accepted filter.
-async fn acknowledged(stream: &mut Stream, id: &Value) -> Value {
-    assert_eq!(stream.status, 200);
-    assert!(
-        stream.content_type.starts_with("text/event-stream"),
-        "{}",
-        stream.content_type
-    );
-    let ack = stream
-        .next(Duration::from_secs(5))
-        .await
-        .expect("an acknowledgment");
-    assert_eq!(
-        method(&ack),
-        "notifications/subscriptions/acknowledged",
-        "{ack}"
-    );
-    assert_eq!(
-        &ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
-        id
-    );
-    ack["params"]["notifications"].clone()
-}
-
-/// Reads until the closing result and checks it.
-async fn closing_result(stream: &mut Stream, id: &Value, within: Duration) {
-    loop {
-        let message = stream
-            .next(within)
-            .await
-            .expect("the closing result before the end");
-        if message.get("result").is_some() {
-            assert_eq!(&message["id"], id);
-            assert_eq!(message["result"]["resultType"], "complete", "{message}");
-            assert_eq!(
-                &message["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
-                id
-            );
-            assert!(
-                stream.next(within).await.is_none(),
-                "nothing after the result"
-            );
-            return;
-        }
-    }
 }
 
 #[tokio::test]
@@ -239,7 +148,7 @@ async fn a_list_change_reaches_the_listener_that_asked_and_nobody_else() {
         json!({"toolsListChanged": true}),
     )
     .await;
-    let accepted = acknowledged(&mut tools, &tools_id).await;
+    let accepted = tools.acknowledged().await;
     assert_eq!(accepted, json!({"toolsListChanged": true}));
     let resources_id = json!(7);
     let mut resources = listen(
@@ -248,7 +157,7 @@ async fn a_list_change_reaches_the_listener_that_asked_and_nobody_else() {
         json!({"resourcesListChanged": true}),
     )
     .await;
-    acknowledged(&mut resources, &resources_id).await;
+    resources.acknowledged().await;
 
     // The in-memory feed wakes listeners at once, well before the 5 s poll.
     let published = Instant::now();
@@ -275,8 +184,8 @@ async fn a_list_change_reaches_the_listener_that_asked_and_nobody_else() {
     );
 
     s.shutdown.trigger();
-    closing_result(&mut tools, &tools_id, Duration::from_secs(5)).await;
-    closing_result(&mut resources, &resources_id, Duration::from_secs(5)).await;
+    tools.closing_result(Duration::from_secs(5)).await;
+    resources.closing_result(Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
@@ -305,7 +214,7 @@ async fn resource_subscriptions_are_owner_bound_and_dropped_without_an_oracle() 
         format!("file:///public/{}", "x".repeat(2000)),
     ]});
     let mut stream = listen(&s.service, id.clone(), filter).await;
-    let accepted = acknowledged(&mut stream, &id).await;
+    let accepted = stream.acknowledged().await;
     // Another owner's handle, a missing one, an unreadable URI, a malformed one and an
     // overlong one are all simply absent.
     assert_eq!(
@@ -346,7 +255,7 @@ async fn resource_subscriptions_are_owner_bound_and_dropped_without_an_oracle() 
     let note = stream.next(Duration::from_secs(2)).await.unwrap();
     assert_eq!(note["params"]["uri"], "file:///public/readme.txt", "{note}");
     s.shutdown.trigger();
-    closing_result(&mut stream, &id, Duration::from_secs(5)).await;
+    stream.closing_result(Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
@@ -359,8 +268,8 @@ async fn a_stream_ends_with_its_result_at_the_configured_maximum() {
     let id = json!("max");
     let opened = Instant::now();
     let mut stream = listen(&s.service, id.clone(), json!({"toolsListChanged": true})).await;
-    acknowledged(&mut stream, &id).await;
-    closing_result(&mut stream, &id, Duration::from_secs(5)).await;
+    stream.acknowledged().await;
+    stream.closing_result(Duration::from_secs(5)).await;
     let lasted = opened.elapsed();
     assert!(lasted >= Duration::from_millis(900), "{lasted:?}");
     assert!(lasted < Duration::from_secs(4), "{lasted:?}");
@@ -380,8 +289,8 @@ async fn a_stream_ends_before_the_invocation_deadline() {
         Some(StreamLimits::new(Some(deadline), false)),
     )
     .await;
-    acknowledged(&mut stream, &id).await;
-    closing_result(&mut stream, &id, Duration::from_secs(5)).await;
+    stream.acknowledged().await;
+    stream.closing_result(Duration::from_secs(5)).await;
     assert!(
         opened.elapsed() < Duration::from_millis(2500),
         "{:?}",
@@ -400,11 +309,11 @@ async fn a_buffered_answer_long_polls_until_its_first_delivery() {
         Some(StreamLimits::new(None, true)),
     )
     .await;
-    acknowledged(&mut stream, &id).await;
+    stream.acknowledged().await;
     s.changes.tools_list_changed().await.unwrap();
     let note = stream.next(Duration::from_secs(2)).await.unwrap();
     assert_eq!(method(&note), "notifications/tools/list_changed");
-    closing_result(&mut stream, &id, Duration::from_secs(2)).await;
+    stream.closing_result(Duration::from_secs(2)).await;
 }
 
 #[tokio::test]

@@ -245,11 +245,7 @@ impl Server {
             "listen answered {}",
             response.status()
         );
-        ListenStream {
-            id,
-            body: response.into_body(),
-            buffer: String::new(),
-        }
+        ListenStream::new(id, response.into_body())
     }
 
     /// Calls a tool and returns its `result`.
@@ -297,88 +293,8 @@ impl Server {
     }
 }
 
-/// An open `subscriptions/listen` stream over real HTTP, read message by message.
-pub struct ListenStream {
-    pub id: Value,
-    body: hyper::body::Incoming,
-    buffer: String,
-}
-
-impl ListenStream {
-    /// The next JSON-RPC message, or `None` when the stream ended; panics after `within`.
-    pub async fn next(&mut self, within: Duration) -> Option<Value> {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let event: String = self.buffer.drain(..end + 2).collect();
-                let data: Vec<&str> = event
-                    .lines()
-                    .filter_map(|line| line.strip_prefix("data:"))
-                    .map(str::trim_start)
-                    .collect();
-                if data.is_empty() {
-                    continue; // a keep-alive comment
-                }
-                return Some(serde_json::from_str(&data.join("\n")).unwrap());
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            let frame = tokio::time::timeout(left, self.body.frame())
-                .await
-                .unwrap_or_else(|_| panic!("listen stream silent for {within:?}"));
-            match frame {
-                None | Some(Err(_)) => return None,
-                Some(Ok(frame)) => {
-                    if let Ok(data) = frame.into_data() {
-                        self.buffer.push_str(&String::from_utf8_lossy(&data));
-                    }
-                }
-            }
-        }
-    }
-
-    /// Reads the acknowledgment (checking its subscription id); returns the accepted filter.
-    pub async fn acknowledged(&mut self) -> Value {
-        let ack = self
-            .next(Duration::from_secs(10))
-            .await
-            .expect("an acknowledgment");
-        assert_eq!(
-            ack["method"], "notifications/subscriptions/acknowledged",
-            "{ack}"
-        );
-        assert_eq!(
-            ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
-            self.id
-        );
-        ack["params"]["notifications"].clone()
-    }
-
-    /// Reads up to the closing result (checking it) and the end of the stream; returns the
-    /// notifications read on the way.
-    pub async fn closing_result(&mut self, within: Duration) -> Vec<Value> {
-        let mut notes = Vec::new();
-        loop {
-            let message = self
-                .next(within)
-                .await
-                .expect("the stream ended without its closing result");
-            if message.get("result").is_some() {
-                assert_eq!(message["id"], self.id);
-                assert_eq!(message["result"]["resultType"], "complete", "{message}");
-                assert_eq!(
-                    message["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
-                    self.id
-                );
-                assert!(
-                    self.next(within).await.is_none(),
-                    "nothing after the result"
-                );
-                return notes;
-            }
-            notes.push(message);
-        }
-    }
-}
+/// An open `subscriptions/listen` stream over real HTTP.
+pub type ListenStream = super::sse::ListenStream<hyper::body::Incoming>;
 
 pub fn free_port() -> SocketAddr {
     TcpListener::bind("127.0.0.1:0")

@@ -6,7 +6,8 @@
 //!   environment, and a client for it over real HTTP;
 //! - [`jwt`]: real keys, real signatures and a loopback issuer (`benches/in_process.rs` and
 //!   `benches/servers/harness.rs` include this file too);
-//! - [`dynamodb`]: the DynamoDB test endpoint, a client on it and the shared table.
+//! - [`dynamodb`]: the DynamoDB test endpoint, a client on it and the shared table;
+//! - [`sse`]: a `subscriptions/listen` answer read message by message.
 //!
 //! Each test target uses part of it, hence the `dead_code` allowance.
 #![allow(dead_code, unreachable_pub)]
@@ -15,3 +16,4 @@ pub mod basket;
 pub mod dynamodb;
 pub mod fixture;
 pub mod jwt;
+pub mod sse;
