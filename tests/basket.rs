@@ -630,11 +630,12 @@ async fn sigterm_ends_every_listen_stream_with_its_result_then_exits_0() {
         .await;
     basket.acknowledged().await;
 
-    server.terminate();
+    server.sigterm();
     // Both streams get the closing result: their clients re-listen instead of seeing a cut.
     tools.closing_result(Duration::from_secs(5)).await;
     basket.closing_result(Duration::from_secs(5)).await;
-    assert!(server.wait_exit(Duration::from_secs(10)).await.success());
+    let (status, _, _) = server.exit(Duration::from_secs(10)).await;
+    assert!(status.success(), "{status}");
 }
 
 /// The basket with auth on: a loopback issuer and real signatures.

@@ -8,95 +8,40 @@
 
 mod support;
 
-use std::io::Read as _;
 use std::net::SocketAddr;
-use std::process::{Child, ExitStatus, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use support::basket::{REQUEST_STATE_KEY, Ready, VERSION, binary, free_port, spawn, wait_healthy};
+use support::basket::{Server, VERSION};
 
 /// The basket on a free loopback port, with its stderr (info logs) kept for the checks.
-struct Basket {
-    child: Child,
-    addr: SocketAddr,
+type Basket = Server;
+
+async fn start(env: &[(&str, &str)]) -> Basket {
+    let mut vars = vec![("MCP_LOG", "info")];
+    vars.extend_from_slice(env);
+    Server::start_with(&vars, Stdio::piped()).await
 }
 
-impl Drop for Basket {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Basket {
-    async fn start(env: &[(&str, &str)]) -> Basket {
-        for _ in 0..3 {
-            let addr = free_port();
-            let bind = addr.to_string();
-            let mut vars = vec![
-                ("MCP_BIND", bind.as_str()),
-                ("MCP_REQUEST_STATE_KEY", REQUEST_STATE_KEY),
-                ("MCP_LOG", "info"),
-            ];
-            vars.extend_from_slice(env);
-            let child = spawn(binary(), &vars, Stdio::null(), Stdio::piped());
-            let mut basket = Basket { child, addr };
-            match wait_healthy(&mut basket.child, addr, Duration::from_secs(20)).await {
-                Ready::Healthy => return basket,
-                Ready::Exited(status) => eprintln!("basket exited early with {status}"),
-                Ready::Silent => {}
-            }
+/// Waits until a new connection to `addr` is refused (the listener is closed).
+async fn wait_refused(addr: SocketAddr) {
+    let started = Instant::now();
+    loop {
+        match TcpStream::connect(addr).await {
+            Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => return,
+            // Accepted before the listener closed: closing it at once lets the drain go on.
+            Ok(stream) => drop(stream),
+            Err(error) => panic!("connecting after SIGTERM: {error}"),
         }
-        panic!("the basket did not become healthy on any of 3 ports");
-    }
-
-    fn sigterm(&self) {
-        let status = std::process::Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("running kill");
-        assert!(status.success(), "kill -TERM failed");
-    }
-
-    /// Waits up to `within` for the process to exit; its status, how long it took, its stderr.
-    async fn exit(&mut self, within: Duration) -> (ExitStatus, Duration, String) {
-        let started = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                let mut log = String::new();
-                if let Some(mut stderr) = self.child.stderr.take() {
-                    let _ = stderr.read_to_string(&mut log);
-                }
-                return (status, started.elapsed(), log);
-            }
-            assert!(
-                started.elapsed() < within,
-                "the basket did not exit within {within:?} of SIGTERM"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Waits until a new connection is refused (the listener is closed).
-    async fn wait_refused(&self) {
-        let started = Instant::now();
-        loop {
-            match TcpStream::connect(self.addr).await {
-                Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => return,
-                // Accepted before the listener closed: closing it at once lets the drain go on.
-                Ok(stream) => drop(stream),
-                Err(error) => panic!("connecting after SIGTERM: {error}"),
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(3),
-                "new connections are still accepted 3 s after SIGTERM"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "new connections are still accepted 3 s after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -138,7 +83,7 @@ async fn read_to_close(stream: &mut TcpStream) -> std::io::Result<String> {
 
 #[tokio::test]
 async fn a_request_in_flight_is_answered_after_sigterm_and_new_connections_are_refused() {
-    let mut basket = Basket::start(&[]).await;
+    let mut basket = start(&[]).await;
     let (head, body) = create_basket(basket.addr);
     let mut stream = TcpStream::connect(basket.addr).await.unwrap();
     stream.write_all(head.as_bytes()).await.unwrap();
@@ -146,7 +91,7 @@ async fn a_request_in_flight_is_answered_after_sigterm_and_new_connections_are_r
     // The server is now reading the body of a request it has begun.
     tokio::time::sleep(Duration::from_millis(300)).await;
     basket.sigterm();
-    basket.wait_refused().await;
+    wait_refused(basket.addr).await;
     stream.write_all(&body[10..]).await.unwrap();
     let answer = read_to_close(&mut stream)
         .await
@@ -162,8 +107,8 @@ async fn a_request_in_flight_is_answered_after_sigterm_and_new_connections_are_r
 
 #[tokio::test]
 async fn connections_waiting_in_the_accept_backlog_at_sigterm_are_answered() {
-    let mut basket = Basket::start(&[]).await;
-    let pid = basket.child.id().to_string();
+    let mut basket = start(&[]).await;
+    let pid = basket.pid().to_string();
     let signal = |name: &str| {
         let status = std::process::Command::new("kill")
             .args([name, &pid])
@@ -204,7 +149,7 @@ async fn connections_waiting_in_the_accept_backlog_at_sigterm_are_answered() {
 
 #[tokio::test]
 async fn idle_keep_alive_connections_close_at_once() {
-    let mut basket = Basket::start(&[]).await;
+    let mut basket = start(&[]).await;
     let mut stream = TcpStream::connect(basket.addr).await.unwrap();
     let request = format!("GET /healthz HTTP/1.1\r\nHost: {}\r\n\r\n", basket.addr);
     stream.write_all(request.as_bytes()).await.unwrap();
@@ -222,7 +167,7 @@ async fn idle_keep_alive_connections_close_at_once() {
 
 #[tokio::test]
 async fn a_connection_that_sends_nothing_holds_the_drain_only_briefly() {
-    let mut basket = Basket::start(&[]).await;
+    let mut basket = start(&[]).await;
     let mut silent = TcpStream::connect(basket.addr).await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     basket.sigterm();
@@ -236,7 +181,7 @@ async fn a_connection_that_sends_nothing_holds_the_drain_only_briefly() {
 
 #[tokio::test]
 async fn a_second_signal_ends_the_drain() {
-    let mut basket = Basket::start(&[]).await;
+    let mut basket = start(&[]).await;
     let (head, body) = create_basket(basket.addr);
     let mut stream = TcpStream::connect(basket.addr).await.unwrap();
     stream.write_all(head.as_bytes()).await.unwrap();
@@ -254,7 +199,7 @@ async fn a_second_signal_ends_the_drain() {
 
 #[tokio::test]
 async fn with_drain_secs_0_a_stuck_request_does_not_hold_the_exit() {
-    let mut basket = Basket::start(&[("MCP_DRAIN_SECS", "0")]).await;
+    let mut basket = start(&[("MCP_DRAIN_SECS", "0")]).await;
     let (head, body) = create_basket(basket.addr);
     let mut stream = TcpStream::connect(basket.addr).await.unwrap();
     stream.write_all(head.as_bytes()).await.unwrap();
@@ -268,7 +213,7 @@ async fn with_drain_secs_0_a_stuck_request_does_not_hold_the_exit() {
 
 #[tokio::test]
 async fn a_stuck_request_is_dropped_at_the_drain_deadline() {
-    let mut basket = Basket::start(&[("MCP_DRAIN_SECS", "2")]).await;
+    let mut basket = start(&[("MCP_DRAIN_SECS", "2")]).await;
     let (head, body) = create_basket(basket.addr);
     let mut stream = TcpStream::connect(basket.addr).await.unwrap();
     stream.write_all(head.as_bytes()).await.unwrap();
@@ -303,7 +248,7 @@ async fn write_all_then_read(addr: SocketAddr, head: &str, body: &[u8]) -> Strin
 
 #[tokio::test]
 async fn an_oversized_declared_body_written_before_reading_gets_its_413() {
-    let basket = Basket::start(&[]).await;
+    let basket = start(&[]).await;
     let head = post_head(basket.addr, &format!("Content-Length: {OVERSIZED}"));
     let answer = write_all_then_read(basket.addr, &head, &vec![b' '; OVERSIZED]).await;
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
@@ -311,7 +256,7 @@ async fn an_oversized_declared_body_written_before_reading_gets_its_413() {
 
 #[tokio::test]
 async fn an_oversized_chunked_body_written_before_reading_gets_its_413() {
-    let basket = Basket::start(&[]).await;
+    let basket = start(&[]).await;
     let head = post_head(basket.addr, "Transfer-Encoding: chunked");
     let mut body = Vec::with_capacity(OVERSIZED + 1024);
     for _ in 0..OVERSIZED / 65536 {
@@ -326,7 +271,7 @@ async fn an_oversized_chunked_body_written_before_reading_gets_its_413() {
 
 #[tokio::test]
 async fn the_lingering_close_is_bounded_in_time() {
-    let basket = Basket::start(&[]).await;
+    let basket = start(&[]).await;
     let mut stream = TcpStream::connect(basket.addr).await.unwrap();
     let head = post_head(basket.addr, "Content-Length: 1000000000");
     stream.write_all(head.as_bytes()).await.unwrap();
@@ -351,7 +296,7 @@ async fn the_lingering_close_is_bounded_in_time() {
 
 #[tokio::test]
 async fn the_lingering_close_is_bounded_in_bytes() {
-    let basket = Basket::start(&[]).await;
+    let basket = start(&[]).await;
     let mut stream = TcpStream::connect(basket.addr).await.unwrap();
     let head = post_head(basket.addr, "Content-Length: 1000000000");
     stream.write_all(head.as_bytes()).await.unwrap();
@@ -376,7 +321,7 @@ async fn the_lingering_close_is_bounded_in_bytes() {
 
 #[tokio::test]
 async fn pythons_urllib_gets_its_413() {
-    let basket = Basket::start(&[]).await;
+    let basket = start(&[]).await;
     let script = r#"
 import sys, urllib.request, urllib.error
 request = urllib.request.Request(sys.argv[1], data=b" " * (8 * 1024 * 1024), headers={

@@ -99,6 +99,13 @@ impl Drop for Server {
 impl Server {
     /// Starts the binary with `env` on a free loopback port and waits until `/healthz` answers.
     pub async fn start(env: &[(&str, &str)]) -> Server {
+        Self::start_with(env, Stdio::inherit()).await
+    }
+
+    /// [`start`](Self::start), with the child's stderr sent to `stderr` (`Stdio::piped()` keeps
+    /// it for [`exit`](Self::exit)); `MCP_LOG` in `env` overrides the default `warn`.
+    pub async fn start_with(env: &[(&str, &str)], stderr: Stdio) -> Server {
+        let mut stderr = Some(stderr);
         let client = Client::builder(TokioExecutor::new()).build_http();
         // The port is free when picked but could be taken before the child binds it: retry.
         for _ in 0..3 {
@@ -110,7 +117,12 @@ impl Server {
                 ("MCP_LOG", "warn"),
             ];
             vars.extend_from_slice(env);
-            let child = spawn(binary(), &vars, Stdio::null(), Stdio::inherit());
+            let child = spawn(
+                binary(),
+                &vars,
+                Stdio::null(),
+                stderr.take().unwrap_or_else(Stdio::null),
+            );
             let mut server = Server {
                 child,
                 addr,
@@ -191,8 +203,13 @@ impl Server {
         (status, headers, json)
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends SIGTERM: the server drains and exits.
-    pub fn terminate(&self) {
+    pub fn sigterm(&self) {
         let status = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()
@@ -200,12 +217,17 @@ impl Server {
         assert!(status.success(), "kill -TERM failed");
     }
 
-    /// Waits up to `within` for the process to exit; its exit status.
-    pub async fn wait_exit(&mut self, within: Duration) -> ExitStatus {
+    /// Waits up to `within` for the process to exit: its status, how long it took, and its
+    /// stderr when it was piped ([`start_with`](Self::start_with)).
+    pub async fn exit(&mut self, within: Duration) -> (ExitStatus, Duration, String) {
         let started = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
+                let mut log = String::new();
+                if let Some(mut stderr) = self.child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut stderr, &mut log);
+                }
+                return (status, started.elapsed(), log);
             }
             assert!(
                 started.elapsed() < within,
