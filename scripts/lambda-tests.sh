@@ -53,7 +53,8 @@ check sam-validate-lint "$SAM" validate --lint --template template.yaml
 # What no lint can see: the role grants exactly the DynamoDB actions the handle store and the
 # change feed send (a listen poll is one BatchGetItem), and a listen stream's limit is the
 # function timeout (the stream ends 3 s before the invocation's deadline) except behind a
-# buffered REST integration, which gives up after 29 s.
+# buffered REST integration, which gives up after 29 s, or a buffered answer behind CloudFront
+# (60 s origin read timeout).
 check template-listen "$MCP_WORK/venv-sam/bin/python" - <<'PY'
 from cfnlint.decode import decode
 template, errors = decode("template.yaml")
@@ -64,7 +65,8 @@ items = [s for s in statements if isinstance(s, dict) and s.get("Sid") == "Handl
 assert sorted(items["Action"]) == ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], items["Action"]
 env = res["McpFunction"]["Properties"]["Environment"]["Variables"]
 limit = env["MCP_LISTEN_MAX_SECS"]
-assert limit == {"Fn::If": ["RestBuffered", 25, {"Ref": "Timeout"}]}, limit
+assert limit == {"Fn::If": ["RestBuffered", 25, {"Fn::If": ["BufferedBehindCloudFront", 55, {"Ref": "Timeout"}]}]}, limit
+assert template["Conditions"]["BufferedBehindCloudFront"] == {"Fn::And": [{"Condition": "UseCloudFront"}, {"Fn::Not": [{"Condition": "IsStreaming"}]}]}
 assert env["MCP_LISTEN_POLL_MS"] == {"Ref": "ListenPollMs"}
 assert template["Conditions"]["RestBuffered"] == {"Fn::And": [{"Condition": "UseRestApi"}, {"Fn::Not": [{"Condition": "IsStreaming"}]}]}
 keep_alive_max = template["Parameters"]["SseKeepAliveSecs"].get("MaxValue", 10**9)

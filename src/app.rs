@@ -16,7 +16,7 @@ use crate::{
     error::Error,
     handler::{Hosted, HostedSettings},
     http::{Front, McpService, OriginSecretCheck},
-    listen::{ChangeFeed, Changes, Listener, ResourceWatch},
+    listen::{Announced, ChangeFeed, Changes, Listener, ResourceWatch},
     shutdown::Shutdown,
 };
 
@@ -99,16 +99,17 @@ impl App {
     {
         let config = self.config;
         let shutdown = Shutdown::new();
+        let probe = factory();
+        let info = probe.get_info();
         let listen = self.changes.map(|feed| {
             Arc::new(Listener::new(
                 feed,
                 self.resources,
+                Announced::of(&info.capabilities),
                 config.listen.clone(),
                 shutdown.clone(),
             ))
         });
-        let probe = factory();
-        let info = probe.get_info();
         let supported_versions = probe
             .supported_protocol_versions()
             .iter()

@@ -2,8 +2,10 @@
 //!
 //! One [`Shutdown`] is made per [`Server`](crate::Server). The local server triggers it on
 //! SIGTERM or Ctrl-C and then drains; every `subscriptions/listen` stream watches it and ends
-//! with its closing result, so a rolling restart cuts no stream. On Lambda the runtime's
-//! graceful-shutdown signal triggers it.
+//! with its closing result, so a rolling restart cuts no stream. On Lambda nothing triggers it:
+//! Lambda signals shutdown only to functions that register an extension, and only once the
+//! environment is idle, when no stream is open; there a stream ends before the invocation's
+//! deadline instead.
 
 use tokio_util::sync::CancellationToken;
 

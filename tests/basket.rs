@@ -614,6 +614,14 @@ async fn a_listener_hears_of_its_own_baskets_only() {
         note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
         9
     );
+    // Viewing a basket only slides its expiry: nothing changed, nothing is sent.
+    server.ok("view_basket", json!({"basket_id": bobs})).await;
+    let quiet = tokio::time::timeout(
+        Duration::from_millis(1500),
+        stream.next(Duration::from_secs(5)),
+    )
+    .await;
+    assert!(quiet.is_err(), "a view is no change: {quiet:?}");
 }
 
 #[tokio::test]

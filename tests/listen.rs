@@ -383,3 +383,73 @@ async fn listen_without_a_feed_is_left_to_the_handler() {
     .await;
     assert_eq!(answer.code(), -32601, "{}", answer.text);
 }
+
+#[tokio::test]
+async fn a_filter_with_nothing_left_to_watch_is_refused_alike_for_every_reason() {
+    let s = setup(&[]).await;
+    let theirs = s
+        .handles
+        .create("someone-else", "doc", json!({}), Duration::from_secs(60))
+        .await
+        .unwrap();
+    for uris in [
+        json!([format!("handle://{}", theirs.id)]),
+        json!([format!("handle://{}", HandleId::random().unwrap())]),
+        json!(["file:///private/secrets.txt"]),
+    ] {
+        let answer = fixture::post(
+            &s.service,
+            fixture::modern(
+                json!(1),
+                "subscriptions/listen",
+                json!({"notifications": {"resourceSubscriptions": uris}}),
+            ),
+        )
+        .await;
+        assert_eq!(
+            (answer.status.as_u16(), answer.code()),
+            (400, -32602),
+            "{uris}: {}",
+            answer.text
+        );
+        assert!(
+            answer.text.contains("nothing in the filter can be watched"),
+            "{}",
+            answer.text
+        );
+    }
+}
+
+#[tokio::test]
+async fn open_streams_are_bounded_per_process() {
+    let s = setup(&[("MCP_LISTEN_MAX_STREAMS", "1")]).await;
+    let mut first = listen(&s.service, json!(1), json!({"toolsListChanged": true})).await;
+    first.acknowledged().await;
+    let second = fixture::post(
+        &s.service,
+        fixture::modern(
+            json!(2),
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true}}),
+        ),
+    )
+    .await;
+    assert_eq!(second.status, 503, "{}", second.text);
+    assert_eq!(second.code(), -32603);
+    assert_eq!(second.header("retry-after"), Some("1"));
+    // The place is given back when the stream ends.
+    s.shutdown.trigger();
+    first.closing_result(Duration::from_secs(5)).await;
+    drop(first);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let third = fixture::post(
+        &s.service,
+        fixture::modern(
+            json!(3),
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true}}),
+        ),
+    )
+    .await;
+    assert_ne!(third.status, 503, "{}", third.text);
+}

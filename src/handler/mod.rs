@@ -111,6 +111,9 @@ impl HostedSettings {
                 .publish(&listen::Change::Fingerprint(list, fingerprint))
                 .await
         {
+            // Tried again at the next list request: until it is published, listeners here
+            // compare with nothing rather than with a fingerprint nobody stored.
+            listener.forget_fingerprint(list);
             tracing::warn!(%error, list = list.name(), "could not publish the list fingerprint");
         }
     }

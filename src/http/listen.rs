@@ -27,21 +27,33 @@ pub(super) async fn prepare(
     let Ok(mut message) = serde_json::from_slice::<Value>(&body) else {
         return Ok(body);
     };
-    // A filter rmcp cannot read either: rmcp answers -32602 itself.
+    let refuse = |rejection: Rejection| rejection.into_response(checked.id.as_ref());
     let Some(requested) = message
         .pointer("/params/notifications")
         .and_then(|f| serde_json::from_value::<SubscriptionFilter>(f.clone()).ok())
     else {
-        return Ok(body);
+        return Err(refuse(Rejection::InvalidParams(
+            "params.notifications must be a subscription filter object".into(),
+        )));
     };
     let caller = parts.extensions.get::<Principal>();
-    let (accepted, plan) = listener.plan(&requested, caller).await.map_err(|refusal| {
-        let rejection = match refusal {
-            ListenRefusal::Unavailable(error) => Rejection::Unavailable(error.to_string()),
-            other => Rejection::InvalidParams(other.to_string()),
-        };
-        rejection.into_response(checked.id.as_ref())
-    })?;
+    let (accepted, plan) =
+        listener
+            .plan(&requested, caller)
+            .await
+            .map_err(|refusal| match refusal {
+                ListenRefusal::Unavailable(error) => {
+                    // The backend's words (table, account, role) stay in the log.
+                    tracing::warn!(%error, "listen refused: the change feed is unavailable");
+                    refuse(Rejection::Unavailable(
+                        "the change feed is unavailable; try again shortly".into(),
+                    ))
+                }
+                ListenRefusal::TooManyStreams => {
+                    refuse(Rejection::Unavailable(refusal.to_string()))
+                }
+                other => refuse(Rejection::InvalidParams(other.to_string())),
+            })?;
     message["params"]["notifications"] =
         serde_json::to_value(&accepted).expect("a filter always serializes");
     parts.extensions.insert(plan);

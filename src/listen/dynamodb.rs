@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | `l#tools`, `l#prompts`, `l#resources` | `version` (N, +1 per publish), `fp` (S, the latest instance's fingerprint) | [`Change::List`], [`Change::Fingerprint`]: one `UpdateItem` |
 //! | `r#<uri>` | `version` (N), `expires_at` (the table's TTL, [`RESOURCE_ITEM_TTL`] after the last publish) | [`Change::Resource`]: one `UpdateItem` |
-//! | `h#<uuid>` (a handle) | `version`, `owner`, `expires_at_ms`, `deleted` | the handle store; [`Change::Handle`] writes nothing |
+//! | `h#<uuid>` (a handle) | `write_id` (changes with every write but a touch), `owner`, `expires_at_ms`, `deleted` | the handle store; [`Change::Handle`] writes nothing |
 //!
 //! A read is one strongly consistent `BatchGetItem` projecting only those attributes (a
 //! handle's data is never read), so one poll costs one request and about one read unit per
@@ -78,24 +78,25 @@ fn observe(watch: &Watch, item: Option<&Item>) -> Observed {
     let Some(item) = item else {
         return Observed::Absent;
     };
-    let version = number(item, "version").unwrap_or(0);
     match watch {
         Watch::Handle { owner, .. } => {
             let live = text(item, "owner") == Some(owner.as_str())
                 && !matches!(item.get("deleted"), Some(AttributeValue::Bool(true)))
                 && number(item, "expires_at_ms").is_some_and(|e| u128::from(e) > now().as_millis());
             if live {
+                // The last write, not the version: a touch (which only slides the expiry)
+                // bumps the version but is no change of the resource.
                 Observed::Present(Mark {
-                    version,
-                    fingerprint: None,
+                    version: 0,
+                    tag: text(item, "write_id").map(str::to_owned),
                 })
             } else {
                 Observed::Absent
             }
         }
         _ => Observed::Present(Mark {
-            version,
-            fingerprint: text(item, "fp").map(str::to_owned),
+            version: number(item, "version").unwrap_or(0),
+            tag: text(item, "fp").map(str::to_owned),
         }),
     }
 }
@@ -180,19 +181,27 @@ impl ChangeFeed for DynamoDbFeed {
                 )));
             }
             let keys: Vec<String> = watches.iter().map(key).collect();
+            // DynamoDB refuses a read that names a key twice (two watches of one handle).
+            let mut unique: Vec<&String> = keys.iter().collect();
+            unique.sort();
+            unique.dedup();
             let request = KeysAndAttributes::builder()
                 .set_keys(Some(
-                    keys.iter()
-                        .map(|k| HashMap::from([("pk".to_owned(), AttributeValue::S(k.clone()))]))
+                    unique
+                        .iter()
+                        .map(|k| {
+                            HashMap::from([("pk".to_owned(), AttributeValue::S((*k).clone()))])
+                        })
                         .collect(),
                 ))
-                .projection_expression("#pk, #version, #fp, #owner, #expires, #deleted")
+                .projection_expression("#pk, #version, #fp, #owner, #expires, #deleted, #write")
                 .expression_attribute_names("#pk", "pk")
                 .expression_attribute_names("#version", "version")
                 .expression_attribute_names("#fp", "fp")
                 .expression_attribute_names("#owner", "owner")
                 .expression_attribute_names("#expires", "expires_at_ms")
                 .expression_attribute_names("#deleted", "deleted")
+                .expression_attribute_names("#write", "write_id")
                 .consistent_read(true)
                 .build()
                 .map_err(|error| FeedError::Invalid(error.to_string()))?;

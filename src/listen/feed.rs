@@ -42,7 +42,7 @@ pub enum Change {
     /// A resource changed: its listeners get `notifications/resources/updated`.
     Resource(String),
     /// A handle changed. Listeners of a resource backed by it are told through the handle's
-    /// version; a shared feed writes nothing for this.
+    /// own last write; a shared feed writes nothing for this.
     Handle(HandleId),
     /// This instance's fingerprint of a list, published at start-up: listeners whose own
     /// fingerprint differs learn the list changed (a deployment changed it).
@@ -69,10 +69,12 @@ pub enum Watch {
 /// The state of a watched item at one read: it changed when the mark changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mark {
-    /// Bumped by every publish (or handle write).
+    /// Bumped by every publish (0 for a handle).
     pub version: u64,
-    /// A list's latest published fingerprint.
-    pub fingerprint: Option<String>,
+    /// A list's latest published fingerprint; a handle's last write (its `write_id` on
+    /// DynamoDB, a digest of its data in memory), so that a touch, which only slides the
+    /// expiry, is not a change.
+    pub tag: Option<String>,
 }
 
 /// What one read saw of one watched item.
@@ -178,7 +180,7 @@ impl Changes {
     }
 
     /// A handle changed: listeners of the resource backed by it get
-    /// `notifications/resources/updated`. Free on a shared feed (the handle's version is the
+    /// `notifications/resources/updated`. Free on a shared feed (the handle's own write is the
     /// signal); call it after every successful handle write so the in-memory feed hears it too.
     pub async fn handle_updated(&self, id: HandleId) -> Result<(), FeedError> {
         self.publish(Change::Handle(id)).await

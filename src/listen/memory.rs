@@ -21,7 +21,9 @@ pub const MAX_MEMORY_ITEMS: usize = 65_536;
 /// process); without one they are never present. At most [`MAX_MEMORY_ITEMS`] items are
 /// remembered.
 pub struct MemoryFeed {
-    marks: Mutex<HashMap<Watch, Mark>>,
+    /// Each item's mark, and the next version to hand out: one counter for every item, so a
+    /// forgotten and republished item never repeats a version its listeners saw.
+    marks: Mutex<(HashMap<Watch, Mark>, u64)>,
     handles: Option<Arc<dyn HandleStore>>,
     published: watch::Sender<u64>,
 }
@@ -36,33 +38,55 @@ impl MemoryFeed {
     /// An empty feed; `handles` is where handle-backed resources live.
     pub fn new(handles: Option<Arc<dyn HandleStore>>) -> Self {
         Self {
-            marks: Mutex::new(HashMap::new()),
+            marks: Mutex::new((HashMap::new(), 1)),
             handles,
             published: watch::Sender::new(0),
         }
     }
 
     fn bump(&self, key: Watch, fingerprint: Option<String>) {
-        let mut marks = self.marks.lock().expect("feed lock");
+        let mut guard = self.marks.lock().expect("feed lock");
+        let (marks, next) = &mut *guard;
         if marks.len() >= MAX_MEMORY_ITEMS && !marks.contains_key(&key) {
             marks.retain(|watch, _| matches!(watch, Watch::List(_)));
         }
         let mark = marks.entry(key).or_insert(Mark {
             version: 0,
-            fingerprint: None,
+            tag: None,
         });
         match fingerprint {
-            Some(fingerprint) => mark.fingerprint = Some(fingerprint),
-            None => mark.version += 1,
+            Some(fingerprint) => mark.tag = Some(fingerprint),
+            None => {
+                mark.version = *next;
+                *next += 1;
+            }
         }
     }
+}
+
+/// A short digest of a handle's data.
+fn digest(data: &serde_json::Value) -> String {
+    let bytes = serde_json::to_vec(data).unwrap_or_default();
+    ring::digest::digest(&ring::digest::SHA256, &bytes).as_ref()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 impl ChangeFeed for MemoryFeed {
     fn publish<'a>(&'a self, change: &'a Change) -> BoxFuture<'a, Result<(), FeedError>> {
         match change {
             Change::List(list) => self.bump(Watch::List(*list), None),
-            Change::Resource(uri) => self.bump(Watch::Resource(uri.clone()), None),
+            Change::Resource(uri) => {
+                if uri.is_empty() || uri.len() > super::MAX_URI_BYTES {
+                    return futures::future::ready(Err(FeedError::Invalid(format!(
+                        "a resource URI must be 1 to {} bytes",
+                        super::MAX_URI_BYTES
+                    ))))
+                    .boxed();
+                }
+                self.bump(Watch::Resource(uri.clone()), None)
+            }
             Change::Fingerprint(list, fingerprint) => {
                 self.bump(Watch::List(*list), Some(fingerprint.clone()))
             }
@@ -80,16 +104,17 @@ impl ChangeFeed for MemoryFeed {
                 let observed = match watch {
                     Watch::Handle { owner, id } => match &self.handles {
                         Some(store) => match store.get(owner, *id).await {
+                            // What was written, not the version: a touch is no change.
                             Ok(handle) => Observed::Present(Mark {
-                                version: handle.version,
-                                fingerprint: None,
+                                version: 0,
+                                tag: Some(digest(&handle.data)),
                             }),
                             Err(HandleError::NotFound) => Observed::Absent,
                             Err(error) => return Err(FeedError::Unavailable(error.to_string())),
                         },
                         None => Observed::Absent,
                     },
-                    key => match self.marks.lock().expect("feed lock").get(key) {
+                    key => match self.marks.lock().expect("feed lock").0.get(key) {
                         Some(mark) => Observed::Present(mark.clone()),
                         None => Observed::Absent,
                     },
@@ -129,7 +154,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        assert!(feed.marks.lock().unwrap().len() <= MAX_MEMORY_ITEMS);
+        assert!(feed.marks.lock().unwrap().0.len() <= MAX_MEMORY_ITEMS);
         let after = feed.read(&watches).await.unwrap();
         assert_eq!(after[0], before[0], "lists are never forgotten");
         assert_eq!(

@@ -21,8 +21,9 @@
 //!   [`ResourceWatch`] for the caller's principal. A URI the caller may not read, an unknown,
 //!   expired or foreign handle, a URI longer than [`MAX_URI_BYTES`] and a malformed one are all
 //!   dropped from the accepted filter the same way (no oracle). A resource backed by a handle
-//!   ([`Watch::Handle`]) is watched through the handle's own `version`: the handle write is the
-//!   change, so publishing costs no DynamoDB request.
+//!   ([`Watch::Handle`]) is watched through the handle's own last write: the handle write is
+//!   the change (a touch, which only slides the expiry, is not), so publishing costs no
+//!   DynamoDB request.
 //!
 //! Every stream ends with the empty `subscriptions/listen` result before whichever comes first:
 //! `MCP_LISTEN_MAX_SECS`, the Lambda invocation's deadline minus [`DEADLINE_MARGIN`], or the
@@ -40,7 +41,7 @@ mod dynamodb;
 
 pub use feed::{Change, ChangeFeed, Changes, FeedError, ListKind, Mark, Observed, Watch};
 pub use memory::{MAX_MEMORY_ITEMS, MemoryFeed};
-pub(crate) use plan::{ListenPlan, Listener};
+pub(crate) use plan::{Announced, ListenPlan, Listener};
 pub use plan::{ListenRefusal, ResourceWatch};
 pub use settings::{ListenSettings, OpenError};
 pub use stream::StreamLimits;

@@ -4,11 +4,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use rmcp::model::SubscriptionFilter;
+use rmcp::model::{ServerCapabilities, SubscriptionFilter};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{
     ChangeFeed, FeedError, ListKind, ListenSettings, MAX_RESOURCE_SUBSCRIPTIONS, MAX_URI_BYTES,
-    Mark, Observed, Watch,
+    Observed, Watch,
 };
 use crate::{auth::Principal, shutdown::Shutdown};
 
@@ -53,6 +54,11 @@ pub enum ListenRefusal {
         "the filter asks for nothing: set toolsListChanged, promptsListChanged, resourcesListChanged or resourceSubscriptions"
     )]
     NothingRequested,
+    /// Nothing the filter asks for can be watched: lists the server does not announce changes
+    /// of, URIs the caller may not watch or that name nothing (-32602; the same answer for
+    /// every reason, so it tells nothing the acknowledgment would not).
+    #[error("nothing in the filter can be watched on this server")]
+    NothingToWatch,
     /// More `resourceSubscriptions` than [`MAX_RESOURCE_SUBSCRIPTIONS`] (-32602).
     #[error("resourceSubscriptions names {count} URIs; at most {max} per listen")]
     TooManyResources {
@@ -61,7 +67,11 @@ pub enum ListenRefusal {
         /// The limit.
         max: usize,
     },
-    /// The feed could not be read for the baseline (503; try again).
+    /// This process already holds `MCP_LISTEN_MAX_STREAMS` open streams (503; try again).
+    #[error("too many open listen streams; try again shortly")]
+    TooManyStreams,
+    /// The feed could not be read for the baseline, or left some of it unread (503; try
+    /// again).
     #[error("{0}")]
     Unavailable(FeedError),
 }
@@ -78,16 +88,57 @@ pub(crate) struct Watched {
 #[derive(Debug, Clone)]
 pub(crate) struct ListenPlan {
     pub(crate) watched: Arc<[Watched]>,
+    /// What the feed held when the listen was accepted.
     pub(crate) baseline: Vec<Observed>,
+    /// The stream's place among `MCP_LISTEN_MAX_STREAMS`, given back when it ends.
+    pub(crate) _permit: Arc<OwnedSemaphorePermit>,
+}
+
+/// Which changes the server announces (its capabilities); nothing else is watched.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Announced {
+    lists: [bool; 3],
+    resources: bool,
+}
+
+impl Announced {
+    pub(crate) fn of(capabilities: &ServerCapabilities) -> Self {
+        let tools = capabilities
+            .tools
+            .as_ref()
+            .is_some_and(|t| t.list_changed == Some(true));
+        let prompts = capabilities
+            .prompts
+            .as_ref()
+            .is_some_and(|p| p.list_changed == Some(true));
+        let (resources_list, subscribe) =
+            capabilities.resources.as_ref().map_or((false, false), |r| {
+                (r.list_changed == Some(true), r.subscribe == Some(true))
+            });
+        Self {
+            lists: [tools, prompts, resources_list],
+            resources: subscribe,
+        }
+    }
+
+    fn list(&self, list: ListKind) -> bool {
+        match list {
+            ListKind::Tools => self.lists[0],
+            ListKind::Prompts => self.lists[1],
+            ListKind::Resources => self.lists[2],
+        }
+    }
 }
 
 /// Start-up state shared by the front (planning) and the streams (polling).
 pub(crate) struct Listener {
     pub(crate) feed: Arc<dyn ChangeFeed>,
     resources: Option<Arc<dyn ResourceWatch>>,
+    announced: Announced,
     pub(crate) settings: ListenSettings,
     pub(crate) shutdown: Shutdown,
-    /// This instance's fingerprint of each list, once known.
+    streams: Arc<Semaphore>,
+    /// This instance's fingerprint of each list, once published.
     fingerprints: Mutex<HashMap<ListKind, String>>,
 }
 
@@ -104,12 +155,15 @@ impl Listener {
     pub(crate) fn new(
         feed: Arc<dyn ChangeFeed>,
         resources: Option<Arc<dyn ResourceWatch>>,
+        announced: Announced,
         settings: ListenSettings,
         shutdown: Shutdown,
     ) -> Self {
         Self {
             feed,
             resources,
+            announced,
+            streams: Arc::new(Semaphore::new(settings.max_streams)),
             settings,
             shutdown,
             fingerprints: Mutex::new(HashMap::new()),
@@ -126,6 +180,14 @@ impl Listener {
         true
     }
 
+    /// Forgets a fingerprint whose publication failed, so the next list request tries again.
+    pub(crate) fn forget_fingerprint(&self, list: ListKind) {
+        self.fingerprints
+            .lock()
+            .expect("fingerprint lock")
+            .remove(&list);
+    }
+
     /// Whether this instance's fingerprint of `list` is known.
     pub(crate) fn knows_fingerprint(&self, list: ListKind) -> bool {
         self.fingerprints
@@ -134,7 +196,8 @@ impl Listener {
             .contains_key(&list)
     }
 
-    fn fingerprint(&self, list: ListKind) -> Option<String> {
+    /// This instance's fingerprint of `list`, once published.
+    pub(crate) fn fingerprint(&self, list: ListKind) -> Option<String> {
         self.fingerprints
             .lock()
             .expect("fingerprint lock")
@@ -149,7 +212,7 @@ impl Listener {
         requested: &SubscriptionFilter,
         caller: Option<&Principal>,
     ) -> Result<(SubscriptionFilter, ListenPlan), ListenRefusal> {
-        let lists = [
+        let asked = [
             (ListKind::Tools, requested.tools_list_changed == Some(true)),
             (
                 ListKind::Prompts,
@@ -167,32 +230,45 @@ impl Listener {
                 max: MAX_RESOURCE_SUBSCRIPTIONS,
             });
         }
-        if uris.is_empty() && !lists.iter().any(|(_, on)| *on) {
+        if uris.is_empty() && !asked.iter().any(|(_, on)| *on) {
             return Err(ListenRefusal::NothingRequested);
         }
+        let permit = self
+            .streams
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| ListenRefusal::TooManyStreams)?;
+        let lists: Vec<ListKind> = asked
+            .iter()
+            .filter(|(list, on)| *on && self.announced.list(*list))
+            .map(|(list, _)| *list)
+            .collect();
         let mut watched: Vec<Watched> = lists
             .iter()
-            .filter(|(_, on)| *on)
-            .map(|(list, _)| Watched {
+            .map(|list| Watched {
                 watch: Watch::List(*list),
                 uri: None,
             })
             .collect();
-        for uri in uris {
-            if uri.is_empty() || uri.len() > MAX_URI_BYTES {
-                continue;
+        if self.announced.resources {
+            for uri in uris {
+                if uri.is_empty() || uri.len() > MAX_URI_BYTES {
+                    continue;
+                }
+                let watch = match self.resources.as_ref().and_then(|r| r.watch(uri, caller)) {
+                    // A URI is a resource, never a list.
+                    None | Some(Watch::List(_)) => continue,
+                    Some(watch) => watch,
+                };
+                // One item per key: a backend read refuses duplicates.
+                if watched.iter().any(|w| w.watch == watch) {
+                    continue;
+                }
+                watched.push(Watched {
+                    watch,
+                    uri: Some(uri.clone()),
+                });
             }
-            let Some(watch) = self.resources.as_ref().and_then(|r| r.watch(uri, caller)) else {
-                continue;
-            };
-            // One item per key: a backend read refuses duplicates.
-            if watched.iter().any(|w| w.watch == watch) {
-                continue;
-            }
-            watched.push(Watched {
-                watch,
-                uri: Some(uri.clone()),
-            });
         }
         let baseline = if watched.is_empty() {
             Vec::new()
@@ -206,38 +282,32 @@ impl Listener {
         let mut kept = Vec::with_capacity(watched.len());
         let mut kept_baseline = Vec::with_capacity(watched.len());
         for (entry, seen) in watched.into_iter().zip(baseline) {
-            let seen = match (&entry.watch, seen) {
-                // Missing, expired, foreign or unread: dropped, all alike.
-                (Watch::Handle { .. }, Observed::Absent | Observed::Unknown) => continue,
-                // A listener compares the stored fingerprint with its own instance's.
-                (Watch::List(list), seen) => match self.fingerprint(*list) {
-                    Some(own) => {
-                        let version = match &seen {
-                            Observed::Present(mark) => mark.version,
-                            _ => 0,
-                        };
-                        Observed::Present(Mark {
-                            version,
-                            fingerprint: Some(own),
-                        })
-                    }
-                    None => seen,
-                },
-                (_, seen) => seen,
-            };
+            match (&entry.watch, &seen) {
+                // Whether it is the caller's cannot be told yet: refuse rather than drop it.
+                (Watch::Handle { .. }, Observed::Unknown) => {
+                    return Err(ListenRefusal::Unavailable(FeedError::Unavailable(
+                        "the change feed left part of the read undone (throttled)".into(),
+                    )));
+                }
+                // Missing, expired, deleted or someone else's: dropped, all alike.
+                (Watch::Handle { .. }, Observed::Absent) => continue,
+                _ => {}
+            }
             kept.push(entry);
             kept_baseline.push(seen);
         }
+        if kept.is_empty() {
+            return Err(ListenRefusal::NothingToWatch);
+        }
         let mut accepted = SubscriptionFilter::new();
-        for (list, on) in lists {
-            let flag = on.then_some(true);
+        for list in &lists {
             match list {
-                ListKind::Tools => accepted.tools_list_changed = flag,
-                ListKind::Prompts => accepted.prompts_list_changed = flag,
-                ListKind::Resources => accepted.resources_list_changed = flag,
+                ListKind::Tools => accepted.tools_list_changed = Some(true),
+                ListKind::Prompts => accepted.prompts_list_changed = Some(true),
+                ListKind::Resources => accepted.resources_list_changed = Some(true),
             }
         }
-        if requested.resource_subscriptions.is_some() {
+        if requested.resource_subscriptions.is_some() && self.announced.resources {
             accepted.resource_subscriptions =
                 Some(kept.iter().filter_map(|w| w.uri.clone()).collect());
         }
@@ -246,6 +316,7 @@ impl Listener {
             ListenPlan {
                 watched: kept.into(),
                 baseline: kept_baseline,
+                _permit: Arc::new(permit),
             },
         ))
     }

@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | `MCP_LISTEN_POLL_MS` | `1000` | how often a listener reads the feed (100–60000); a change arrives within two intervals |
 //! | `MCP_LISTEN_MAX_SECS` | `300` | the longest a listen stream stays open (1–900) before it ends with its result |
+//! | `MCP_LISTEN_MAX_STREAMS` | `1000` | the most listen streams one process holds open (1–100000); more get 503 |
 //!
 //! The feed follows the handle store: `MCP_HANDLES_TABLE` set → the DynamoDB feed on that
 //! table, otherwise in memory.
@@ -23,6 +24,8 @@ pub struct ListenSettings {
     pub poll: Duration,
     /// The longest a listen stream stays open (`MCP_LISTEN_MAX_SECS`).
     pub max: Duration,
+    /// The most listen streams one process holds open (`MCP_LISTEN_MAX_STREAMS`).
+    pub max_streams: usize,
 }
 
 impl Default for ListenSettings {
@@ -30,6 +33,7 @@ impl Default for ListenSettings {
         Self {
             poll: Duration::from_millis(1000),
             max: Duration::from_secs(300),
+            max_streams: 1000,
         }
     }
 }
@@ -49,7 +53,7 @@ pub enum OpenError {
 }
 
 impl ListenSettings {
-    /// Reads `MCP_LISTEN_POLL_MS` and `MCP_LISTEN_MAX_SECS`.
+    /// Reads `MCP_LISTEN_POLL_MS`, `MCP_LISTEN_MAX_SECS` and `MCP_LISTEN_MAX_STREAMS`.
     pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
         Ok(Self {
             poll: Duration::from_millis(env.number(
@@ -64,6 +68,12 @@ impl ListenSettings {
                 1..=900,
                 "whole seconds between 1 and 900, e.g. 300",
             )?,
+            max_streams: env.number(
+                "MCP_LISTEN_MAX_STREAMS",
+                1000,
+                1..=100_000,
+                "a whole number between 1 and 100000, e.g. 1000",
+            )? as usize,
         })
     }
 

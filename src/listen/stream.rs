@@ -44,25 +44,101 @@ fn end_of_stream(max: Duration, limits: &StreamLimits) -> Instant {
 }
 
 /// Whether a watched item changed between two reads.
+///
+/// An item not read before (the backend deferred it) counts as changed once it is read: the
+/// listener cannot tell, and a needless re-read is safe where a missed change is not.
 fn changed(watch: &Watch, before: &Observed, now: &Observed) -> bool {
     let mark = |seen: &Observed| match seen {
         Observed::Present(mark) => Some(mark.clone()),
         Observed::Absent => Some(Mark {
             version: 0,
-            fingerprint: None,
+            tag: None,
         }),
         Observed::Unknown => None,
     };
-    let (Some(before), Some(now)) = (mark(before), mark(now)) else {
-        return false;
+    let (before, now) = match (mark(before), mark(now)) {
+        (_, None) => return false,
+        (None, Some(_)) => return true,
+        (Some(before), Some(now)) => (before, now),
     };
     match watch {
         // A fingerprint only ever replaces another: an item without one says nothing about it.
         Watch::List(_) => {
-            now.version != before.version
-                || (now.fingerprint.is_some() && now.fingerprint != before.fingerprint)
+            now.version != before.version || (now.tag.is_some() && now.tag != before.tag)
         }
         _ => now != before,
+    }
+}
+
+/// Whether only a list's fingerprint moved (a deployment), not its version (a publish).
+fn only_fingerprint(before: &Observed, now: &Observed) -> bool {
+    match (before, now) {
+        (Observed::Present(before), Observed::Present(now)) => before.version == now.version,
+        (Observed::Absent, Observed::Present(now)) => now.version == 0,
+        _ => false,
+    }
+}
+
+/// The longest the last read before a stream ends may take (it must fit the deadline margin).
+const LAST_READ: Duration = Duration::from_secs(1);
+
+/// The least time between two reads a memory feed's wake-ups may cause.
+const MIN_WAKE_SPACING: Duration = Duration::from_millis(50);
+
+/// The listener's own state while its stream is open.
+struct Watching {
+    watched: Vec<super::plan::Watched>,
+    watches: Vec<Watch>,
+    last: Vec<Observed>,
+    /// Lists already told of a new fingerprint: told once per stream, however often the
+    /// stored one flips while two versions run side by side.
+    fingerprint_told: Vec<ListKind>,
+}
+
+impl Watching {
+    /// Compares a read with the last one and sends what changed; whether anything was sent,
+    /// or `Err` when the client has gone.
+    async fn deliver(
+        &mut self,
+        sink: &rmcp::service::SubscriptionSink,
+        now: Vec<Observed>,
+    ) -> Result<bool, ()> {
+        let mut delivered = false;
+        for ((entry, before), seen) in self.watched.iter().zip(self.last.iter_mut()).zip(now) {
+            if !changed(&entry.watch, before, &seen) {
+                continue;
+            }
+            if let Watch::List(list) = entry.watch
+                && only_fingerprint(before, &seen)
+            {
+                let told = self.fingerprint_told.contains(&list);
+                *before = seen;
+                if told {
+                    continue;
+                }
+                self.fingerprint_told.push(list);
+            } else {
+                *before = seen;
+            }
+            let sent = match (&entry.watch, &entry.uri) {
+                (Watch::List(ListKind::Tools), _) => sink.notify_tool_list_changed().await,
+                (Watch::List(ListKind::Prompts), _) => sink.notify_prompt_list_changed().await,
+                (Watch::List(ListKind::Resources), _) => sink.notify_resource_list_changed().await,
+                (_, Some(uri)) => sink.notify_resource_updated(uri.clone()).await,
+                (_, None) => Ok(()),
+            };
+            match sent {
+                Ok(()) => delivered = true,
+                // The client went away: nobody is left to read a result.
+                Err(
+                    SubscriptionSendError::SubscriptionClosed | SubscriptionSendError::Service(_),
+                ) => {
+                    return Err(());
+                }
+                Err(error) => tracing::debug!(%error, "listen: notification not sent"),
+            }
+        }
+        Ok(delivered)
     }
 }
 
@@ -77,24 +153,49 @@ pub(crate) async fn run(
     // rmcp reduced the filter to what the server advertises: watch only what was accepted.
     let accepted = subscription.accepted().clone();
     let accepted_uris = accepted.resource_subscriptions.unwrap_or_default();
-    let mut watched = Vec::new();
-    let mut last = Vec::new();
+    let mut watching = Watching {
+        watched: Vec::new(),
+        watches: Vec::new(),
+        last: Vec::new(),
+        fingerprint_told: Vec::new(),
+    };
     for (entry, seen) in plan.watched.iter().zip(plan.baseline) {
-        let on = match &entry.watch {
-            Watch::List(ListKind::Tools) => accepted.tools_list_changed == Some(true),
-            Watch::List(ListKind::Prompts) => accepted.prompts_list_changed == Some(true),
-            Watch::List(ListKind::Resources) => accepted.resources_list_changed == Some(true),
-            _ => entry
+        let seen = match &entry.watch {
+            Watch::List(list) => {
+                let on = match list {
+                    ListKind::Tools => accepted.tools_list_changed == Some(true),
+                    ListKind::Prompts => accepted.prompts_list_changed == Some(true),
+                    ListKind::Resources => accepted.resources_list_changed == Some(true),
+                };
+                if !on {
+                    continue;
+                }
+                // Compared with this instance's own fingerprint, a stored one of another
+                // deployment is told at the first poll. Not when long polling: every listen
+                // would end at once while two versions run side by side.
+                match (listener.fingerprint(*list), &seen) {
+                    (Some(own), Observed::Present(stored)) if !limits.long_poll => {
+                        Observed::Present(Mark {
+                            version: stored.version,
+                            tag: Some(own),
+                        })
+                    }
+                    _ => seen,
+                }
+            }
+            _ if entry
                 .uri
                 .as_ref()
-                .is_some_and(|u| accepted_uris.contains(u)),
+                .is_some_and(|u| accepted_uris.contains(u)) =>
+            {
+                seen
+            }
+            _ => continue,
         };
-        if on {
-            watched.push(entry.clone());
-            last.push(seen);
-        }
+        watching.watches.push(entry.watch.clone());
+        watching.watched.push(entry.clone());
+        watching.last.push(seen);
     }
-    let watches: Vec<Watch> = watched.iter().map(|w| w.watch.clone()).collect();
     let mut wake = listener.feed.wake();
     let shutdown = &listener.shutdown;
     let poll = listener.settings.poll;
@@ -103,34 +204,53 @@ pub(crate) async fn run(
     // A fixed rate, whatever a read takes: one request per interval, not per interval + read.
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + poll, poll);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_read = tokio::time::Instant::now();
     loop {
-        tokio::select! {
+        let ending = tokio::select! {
             biased;
             () = subscription.cancelled() => return Ok(()),
-            () = shutdown.triggered() => return Ok(()),
-            () = tokio::time::sleep_until(end) => return Ok(()),
-            _ = ticks.tick() => {}
+            () = shutdown.triggered() => true,
+            () = tokio::time::sleep_until(end) => true,
+            _ = ticks.tick() => false,
             Ok(()) = async {
                 match wake.as_mut() {
                     Some(wake) => wake.changed().await.map_err(|_| ()),
                     None => std::future::pending().await,
                 }
-            } => {}
-        }
-        if watches.is_empty() {
+            } => {
+                // Many publishes in a burst cost one read, not one each.
+                tokio::time::sleep_until(last_read + MIN_WAKE_SPACING).await;
+                false
+            }
+        };
+        if watching.watches.is_empty() {
+            if ending {
+                return Ok(());
+            }
             continue;
         }
-        let read = tokio::select! {
-            biased;
-            () = subscription.cancelled() => return Ok(()),
-            () = shutdown.triggered() => return Ok(()),
-            () = tokio::time::sleep_until(end) => return Ok(()),
-            read = listener.feed.read(&watches) => read,
+        last_read = tokio::time::Instant::now();
+        let read = if ending {
+            // One last look, so a change since the previous poll is not lost with the stream.
+            match tokio::time::timeout(LAST_READ, listener.feed.read(&watching.watches)).await {
+                Ok(read) => read,
+                Err(_) => return Ok(()),
+            }
+        } else {
+            tokio::select! {
+                biased;
+                () = subscription.cancelled() => return Ok(()),
+                read = listener.feed.read(&watching.watches) => read,
+            }
         };
-        let now = match read {
+        match read {
             Ok(now) => {
                 failures = 0;
-                now
+                match watching.deliver(&sink, now).await {
+                    Err(()) => return Ok(()),
+                    Ok(delivered) if delivered && limits.long_poll => return Ok(()),
+                    Ok(_) => {}
+                }
             }
             Err(error) => {
                 // Logged once per outage, not once per poll.
@@ -138,34 +258,9 @@ pub(crate) async fn run(
                     tracing::warn!(%error, "listen: the change feed could not be read; retrying at the poll interval");
                 }
                 failures += 1;
-                continue;
-            }
-        };
-        let mut delivered = false;
-        for ((entry, before), seen) in watched.iter().zip(last.iter_mut()).zip(now) {
-            if !changed(&entry.watch, before, &seen) {
-                continue;
-            }
-            *before = seen;
-            let sent = match (&entry.watch, &entry.uri) {
-                (Watch::List(ListKind::Tools), _) => sink.notify_tool_list_changed().await,
-                (Watch::List(ListKind::Prompts), _) => sink.notify_prompt_list_changed().await,
-                (Watch::List(ListKind::Resources), _) => sink.notify_resource_list_changed().await,
-                (_, Some(uri)) => sink.notify_resource_updated(uri.clone()).await,
-                (_, None) => Ok(()),
-            };
-            match sent {
-                Ok(()) => delivered = true,
-                // The client went away: nobody is left to read a result.
-                Err(
-                    SubscriptionSendError::SubscriptionClosed | SubscriptionSendError::Service(_),
-                ) => {
-                    return Ok(());
-                }
-                Err(error) => tracing::debug!(%error, "listen: notification not sent"),
             }
         }
-        if delivered && limits.long_poll {
+        if ending {
             return Ok(());
         }
     }
@@ -178,7 +273,7 @@ mod tests {
     fn at(version: u64, fingerprint: Option<&str>) -> Observed {
         Observed::Present(Mark {
             version,
-            fingerprint: fingerprint.map(str::to_owned),
+            tag: fingerprint.map(str::to_owned),
         })
     }
 
@@ -191,6 +286,10 @@ mod tests {
         // An item nobody fingerprinted yet says nothing about this instance's fingerprint.
         assert!(!changed(&list, &at(0, Some("a")), &Observed::Absent));
         assert!(!changed(&list, &at(1, None), &Observed::Unknown));
+        // Not read before: once read, it may have changed.
+        assert!(changed(&list, &Observed::Unknown, &at(1, None)));
+        assert!(only_fingerprint(&at(1, Some("a")), &at(1, Some("b"))));
+        assert!(!only_fingerprint(&at(1, Some("a")), &at(2, Some("b"))));
     }
 
     #[test]
@@ -201,6 +300,7 @@ mod tests {
         assert!(changed(&resource, &at(3, None), &at(4, None)));
         assert!(!changed(&resource, &at(3, None), &at(3, None)));
         assert!(!changed(&resource, &at(3, None), &Observed::Unknown));
+        assert!(changed(&resource, &Observed::Unknown, &Observed::Absent));
     }
 
     #[test]

@@ -522,8 +522,8 @@ const INSTRUCTIONS: &str = "A shopping basket kept between calls. Call create_ba
     can also be read as the resource basket://{basket_id}. Baskets belong to the caller and \
     expire after a period of inactivity; when a basket_id stops working, create a new basket.";
 
-/// Tools, and each basket as a resource (`resource.rs`). `resources.subscribe` and
-/// `listChanged` are not advertised.
+/// Tools, and each basket as a resource (`resource.rs`) that `subscriptions/listen` can watch
+/// (`resources.subscribe`, `tools.listChanged`; the library serves listen).
 #[tool_handler(router = self.tool_router)]
 impl rmcp::ServerHandler for Basket {
     fn get_info(&self) -> ServerConfig {
