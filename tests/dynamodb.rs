@@ -322,8 +322,9 @@ async fn the_basket_warms_its_connection_at_start_up_and_each_call_costs_its_sto
     let server = Server::start(&env_refs(&env)).await;
     assert_eq!(
         proxy.take(),
-        ["GetItem"],
-        "HandleSettings::open reads the table once before serving"
+        ["GetItem", "UpdateItem"],
+        "HandleSettings::open reads the table once before serving; the tool list's fingerprint \
+         is published (the change feed shares the handle store's connection)"
     );
     assert_eq!(proxy.connections(), 1);
 

@@ -116,6 +116,34 @@ pub fn loader(timeouts: &AwsTimeouts) -> aws_config::ConfigLoader {
         .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
 }
 
+/// The SDK configuration every DynamoDB user in this process shares (the handle store and the
+/// change feed): one load at start-up and one connection pool, so INIT opens one connection,
+/// not one per user. Loaded once per set of timeouts and endpoint variables.
+#[cfg(feature = "dynamodb")]
+pub(crate) async fn shared_config(timeouts: &AwsTimeouts) -> aws_config::SdkConfig {
+    use std::sync::Mutex;
+    type Shared = Option<(AwsTimeouts, Vec<Option<String>>, aws_config::SdkConfig)>;
+    static SHARED: Mutex<Shared> = Mutex::new(None);
+    let environment: Vec<Option<String>> = [
+        "AWS_ENDPOINT_URL_DYNAMODB",
+        "AWS_ENDPOINT_URL",
+        "AWS_REGION",
+    ]
+    .iter()
+    .map(|name| std::env::var(name).ok())
+    .collect();
+    if let Some((t, e, config)) = SHARED.lock().expect("shared AWS config lock").as_ref()
+        && t == timeouts
+        && *e == environment
+    {
+        return config.clone();
+    }
+    let config = loader(timeouts).load().await;
+    *SHARED.lock().expect("shared AWS config lock") =
+        Some((*timeouts, environment, config.clone()));
+    config
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

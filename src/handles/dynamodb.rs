@@ -128,7 +128,7 @@ pub(super) async fn open(
     table: &str,
     timeouts: &AwsTimeouts,
 ) -> Result<Arc<dyn HandleStore>, OpenError> {
-    let sdk = crate::aws::loader(timeouts).load().await;
+    let sdk = crate::aws::shared_config(timeouts).await;
     if sdk.region().is_none() {
         return Err(OpenError::Table {
             table: table.to_owned(),

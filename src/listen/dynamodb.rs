@@ -35,7 +35,8 @@ pub struct DynamoDbFeed {
 }
 
 pub(super) async fn open(table: &str, timeouts: &AwsTimeouts) -> Result<Changes, OpenError> {
-    let sdk = crate::aws::loader(timeouts).load().await;
+    // The handle store's client: one connection pool, warmed at start-up by its first read.
+    let sdk = crate::aws::shared_config(timeouts).await;
     if sdk.region().is_none() {
         return Err(OpenError::Table {
             table: table.to_owned(),
