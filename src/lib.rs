@@ -108,6 +108,7 @@ pub mod request_state;
 mod rmcp_gaps;
 pub mod serve;
 pub mod shutdown;
+pub mod tasks;
 
 pub use app::{App, Server, init_tracing};
 pub use auth::Principal;

@@ -1,0 +1,67 @@
+//! Durable tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663): tool calls that
+//! outlive the request, kept in a [`TaskStore`] any instance can read.
+//!
+//! A `tools/call` from a client that declared the extension on that request, for a tool whose
+//! [`TaskPolicy`] allows it, is recorded as a task (durably: a `tasks/get` from any instance
+//! finds it before the `CreateTaskResult` goes out) and handed to a worker. The worker runs the
+//! tool's rounds through the same rmcp service a request takes; a round that answers
+//! `input_required` parks the task until `tasks/update` (from any instance) has answered every
+//! request, and the next round runs with the answers and the round's `requestState`, as a
+//! client retrying the call would send them.
+//!
+//! The store's rules, like handles': every operation is one backend request; a task belongs to
+//! its owner and looks missing to anyone else; expiry is checked on read; worker writes are
+//! conditional on the round they claimed, so a second delivery of the same round runs nothing
+//! and overwrites nothing.
+
+mod memory;
+mod record;
+mod store;
+
+pub use memory::{MAX_MEMORY_TASKS, MemoryTaskStore};
+pub use record::{TaskRecord, TaskState};
+pub use store::{RoundEnd, TaskError, TaskStore};
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Whether a tool may run as a task: the handler's choice, per tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TaskPolicy {
+    /// Always answered in the request.
+    #[default]
+    Never,
+    /// A task when the client declared the extension on the request, otherwise answered in
+    /// the request.
+    Optional,
+    /// Only as a task: a client that did not declare the extension gets -32021.
+    Required,
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Applies a round's end to a task (every store keeps the same transitions).
+pub(crate) fn apply_end(task: &mut TaskRecord, round: u32, end: &RoundEnd, now_ms: u64) {
+    task.state = end.state();
+    task.updated_at_ms = now_ms;
+    match end {
+        RoundEnd::Completed(result) => task.result = Some(result.clone()),
+        RoundEnd::Failed(error) => task.error = Some(error.clone()),
+        RoundEnd::Cancelled => {}
+        RoundEnd::InputRequired {
+            requests,
+            keys,
+            request_state,
+        } => {
+            task.round = round + 1;
+            task.input_requests = Some(requests.clone());
+            task.pending = keys.iter().cloned().collect();
+            task.responses.clear();
+            task.request_state = request_state.clone();
+        }
+    }
+}
