@@ -18,6 +18,7 @@ use crate::{
     http::{Front, McpService, OriginSecretCheck},
     listen::{Announced, ChangeFeed, Changes, Listener, ResourceWatch},
     shutdown::Shutdown,
+    tasks::{TaskPolicy, Tasks},
 };
 
 /// The application: configuration first, then the server, then [`Server::run`].
@@ -35,6 +36,7 @@ pub struct App {
     config: Config,
     changes: Option<Arc<dyn ChangeFeed>>,
     resources: Option<Arc<dyn ResourceWatch>>,
+    tasks: Option<(Arc<Tasks>, crate::handler::TaskPolicies)>,
 }
 
 impl std::fmt::Debug for App {
@@ -53,7 +55,43 @@ impl App {
             config,
             changes: None,
             resources: None,
+            tasks: None,
         }
+    }
+
+    /// Runs tools as durable tasks (the tasks extension) on `tasks`, as `policy` says per
+    /// tool name; the server advertises the extension.
+    ///
+    /// ```no_run
+    /// # #[derive(Clone)] struct MyServer;
+    /// # impl rmcp::ServerHandler for MyServer {}
+    /// use mcp_lambda::tasks::{Dispatch, MemoryTaskStore, TaskPolicy, TaskSettings, Tasks};
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = mcp_lambda::Config::load().await?;
+    /// let tasks = Tasks::new(
+    ///     std::sync::Arc::new(MemoryTaskStore::new()),
+    ///     Dispatch::Local,
+    ///     TaskSettings::default(),
+    /// );
+    /// let handler = MyServer;
+    /// mcp_lambda::App::new(config)
+    ///     .tasks(tasks, |tool: &str| match tool {
+    ///         "report" => TaskPolicy::Optional,
+    ///         _ => TaskPolicy::Never,
+    ///     })
+    ///     .server(move || handler.clone())
+    ///     .run()
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn tasks(
+        mut self,
+        tasks: Arc<Tasks>,
+        policy: impl Fn(&str) -> TaskPolicy + Send + Sync + 'static,
+    ) -> Self {
+        self.tasks = Some((tasks, crate::handler::TaskPolicies(Arc::new(policy))));
+        self
     }
 
     /// Serves `subscriptions/listen` from `changes`, the feed the handler publishes to (see
@@ -127,6 +165,7 @@ impl App {
             config.auth.as_ref(),
             &info,
             listen.clone(),
+            self.tasks.clone(),
         ));
         let rmcp = StreamableHttpService::new(
             move || Ok(Hosted::new(factory(), hosted.clone())),
@@ -151,8 +190,12 @@ impl App {
             .filter_map(|(method, offered)| offered.then_some(method))
             .collect(),
         };
+        let service = McpService::new(rmcp, front);
+        if let Some((tasks, _)) = &self.tasks {
+            tasks.set_runner(Arc::new(service.clone()));
+        }
         Server {
-            service: McpService::new(rmcp, front),
+            service,
             config,
             auth,
             shutdown,

@@ -7,7 +7,7 @@ use rmcp::{RoleServer, service::RequestContext};
 /// The auth layer puts it into the HTTP request's extensions; rmcp hands the
 /// request parts to handlers, so tools read it with [`Principal::from_request`].
 /// With auth off (local development) there is none.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Principal {
     /// The token's `iss`.
     pub issuer: String,

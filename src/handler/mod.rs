@@ -49,7 +49,22 @@ use crate::{
     cache::{CacheHint, CacheHints, CacheScope, CacheSlot},
     listen::{self, ListKind, ListenPlan, Listener, StreamLimits},
     rmcp_gaps,
+    tasks::{TaskPolicy, Tasks},
 };
+
+/// Which tools may run as tasks, per tool name (the handler's choice).
+#[derive(Clone)]
+pub(crate) struct TaskPolicies(pub(crate) Arc<dyn Fn(&str) -> TaskPolicy + Send + Sync>);
+
+impl std::fmt::Debug for TaskPolicies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TaskPolicies")
+    }
+}
+
+/// Marks a `tools/call` a task worker runs in process: it runs as it is, never as a task.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TaskRound;
 
 /// Settings shared by every clone of [`Hosted`], built once at start-up.
 #[derive(Debug)]
@@ -63,6 +78,8 @@ pub(crate) struct HostedSettings {
     auth: Option<AuthSettings>,
     /// `subscriptions/listen` served by the library, when the server publishes changes.
     listen: Option<Arc<Listener>>,
+    /// Durable tasks, when the server runs some tools as tasks.
+    tasks: Option<(Arc<Tasks>, TaskPolicies)>,
 }
 
 impl HostedSettings {
@@ -74,6 +91,7 @@ impl HostedSettings {
         auth: Option<&AuthSettings>,
         info: &ServerConfig,
         listen: Option<Arc<Listener>>,
+        tasks: Option<(Arc<Tasks>, TaskPolicies)>,
     ) -> Self {
         Self {
             cache: cache.clone(),
@@ -83,6 +101,7 @@ impl HostedSettings {
                 .expect("Implementation always serializes"),
             auth: auth.cloned(),
             listen,
+            tasks,
         }
     }
 
@@ -185,9 +204,65 @@ pub(crate) fn record(slot: Option<CacheSlot>, ttl_ms: Option<u64>, scope: Option
     }
 }
 
+/// The owner key of the request's caller (tasks are bound to it, like handles).
+fn owner_of(context: &RequestContext<RoleServer>) -> (String, Option<Principal>) {
+    let caller = Principal::from_request(context);
+    let owner = caller
+        .as_ref()
+        .map_or_else(|| "anonymous".to_owned(), Principal::owner_key);
+    (owner, caller)
+}
+
 impl<H: ServerHandler> ServerHandler for Hosted<H> {
     fn get_info(&self) -> ServerConfig {
-        self.inner.get_info()
+        let mut info = self.inner.get_info();
+        if self.settings.tasks.is_some() {
+            info.capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(crate::tasks::EXTENSION.to_owned(), Default::default());
+        }
+        info
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        let Some((tasks, _)) = &self.settings.tasks else {
+            return self.inner.get_task(request, context).await;
+        };
+        let (owner, _) = owner_of(&context);
+        let mut result = tasks.get(&owner, &request.task_id).await?;
+        self.settings.stamp(&mut result.meta);
+        Ok(result)
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Some((tasks, _)) = &self.settings.tasks else {
+            return self.inner.update_task(request, context).await;
+        };
+        let (owner, _) = owner_of(&context);
+        tasks
+            .update(&owner, &request.task_id, &request.input_responses)
+            .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Some((tasks, _)) = &self.settings.tasks else {
+            return self.inner.cancel_task(request, context).await;
+        };
+        let (owner, _) = owner_of(&context);
+        tasks.cancel(&owner, &request.task_id).await
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -377,6 +452,38 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some((tasks, policies)) = &self.settings.tasks {
+            let round = context
+                .extensions
+                .get::<http::request::Parts>()
+                .is_some_and(|p| p.extensions.get::<TaskRound>().is_some());
+            let policy = if round {
+                TaskPolicy::Never
+            } else {
+                (policies.0)(&request.name)
+            };
+            let declared = context
+                .client_capabilities()
+                .is_some_and(|c| c.supports_tasks());
+            match (policy, declared) {
+                (TaskPolicy::Optional | TaskPolicy::Required, true) => {
+                    let (owner, caller) = owner_of(&context);
+                    let params = serde_json::to_value(&request)
+                        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                    let mut created = tasks.accept(&owner, caller, params).await?;
+                    self.settings.stamp(&mut created.meta);
+                    return Ok(CallToolResponse::Task(created));
+                }
+                (TaskPolicy::Required, false) => {
+                    return Err(ErrorData::missing_required_client_capability(
+                        rmcp::model::ClientCapabilities::builder()
+                            .enable_tasks()
+                            .build(),
+                    ));
+                }
+                _ => {}
+            }
+        }
         let mut response = self.inner.call_tool(request, context).await?;
         match &mut response {
             CallToolResponse::Complete(result) => self.settings.stamp(&mut result.meta),

@@ -40,6 +40,7 @@ mod media_types;
 mod origin_secret;
 mod pipeline;
 mod settings;
+mod task_round;
 
 pub(crate) use deadline::Deadline;
 pub use origin_secret::OriginSecret;

@@ -255,6 +255,27 @@ impl<H: ServerHandler> McpService<H> {
 }
 
 impl<H: ServerHandler> McpService<H> {
+    /// The MCP path.
+    pub(crate) fn path(&self) -> &str {
+        &self.front.settings.path
+    }
+
+    /// A `Host` rmcp's allow-list accepts, for requests made in process.
+    pub(crate) fn host_for_internal_requests(&self) -> String {
+        self.front
+            .settings
+            .allowed_hosts
+            .iter()
+            .find(|h| !h.contains('*'))
+            .map_or("localhost", String::as_str)
+            .to_owned()
+    }
+
+    /// rmcp and the wrapped handler, without the front (for requests made in process).
+    pub(crate) async fn rmcp_handle(&self, request: Request<Full<Bytes>>) -> HttpResponse {
+        self.rmcp.handle(request).await
+    }
+
     /// With listen on, asks the handler once, in process, for its tool and prompt lists, so
     /// this instance's fingerprints are published before the first listener arrives (Lambda
     /// INIT). The front is skipped (there is no caller); an answer that fails (the handler has
@@ -263,13 +284,7 @@ impl<H: ServerHandler> McpService<H> {
         if self.front.listen.is_none() {
             return;
         }
-        let host = self
-            .front
-            .settings
-            .allowed_hosts
-            .iter()
-            .find(|h| !h.contains('*'))
-            .map_or("localhost", String::as_str);
+        let host = self.host_for_internal_requests();
         for &method in &self.front.fingerprinted_lists {
             let body = serde_json::json!({
                 "jsonrpc": "2.0", "id": 0, "method": method,
@@ -279,7 +294,7 @@ impl<H: ServerHandler> McpService<H> {
                 }},
             });
             let Ok(request) = Request::post(self.front.settings.path.as_str())
-                .header(header::HOST, host)
+                .header(header::HOST, host.as_str())
                 .header(header::CONTENT_TYPE, "application/json")
                 .header(header::ACCEPT, "application/json, text/event-stream")
                 .header("mcp-protocol-version", "2026-07-28")

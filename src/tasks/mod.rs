@@ -14,10 +14,13 @@
 //! conditional on the round they claimed, so a second delivery of the same round runs nothing
 //! and overwrites nothing.
 
+mod engine;
 mod memory;
 mod record;
 mod store;
 
+pub use engine::{Dispatch, RoundOutput, TaskSettings, Tasks, ToolRunner};
+pub(crate) use engine::EXTENSION;
 pub use memory::{MAX_MEMORY_TASKS, MemoryTaskStore};
 pub use record::{TaskRecord, TaskState};
 pub use store::{RoundEnd, TaskError, TaskStore};

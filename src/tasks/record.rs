@@ -45,7 +45,8 @@ pub struct TaskRecord {
     pub id: HandleId,
     /// Who may read, answer and cancel it.
     pub owner: String,
-    /// The `tools/call` params the task runs (`name`, `arguments`).
+    /// What the worker needs to run the task, kept as is by every store (the engine's:
+    /// the `tools/call` params and the caller).
     pub call: Value,
     /// The stored state.
     pub state: TaskState,

@@ -1,0 +1,387 @@
+//! The engine: accepting a task, answering `tasks/*`, and running a round as a worker.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use rmcp::model::{
+    CreateTaskResult, DetailedTask, ErrorData, GetTaskResult, JsonObject, Task, TaskPayload,
+    TaskStatus,
+};
+use serde_json::{Value, json};
+
+use super::{RoundEnd, TaskError, TaskRecord, TaskState, TaskStore, now_ms};
+use crate::auth::Principal;
+use crate::handles::HandleId;
+
+/// What one round of a tool answered, as the worker reads it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum RoundOutput {
+    /// A `CallToolResult` (an `isError` one included).
+    Completed(Value),
+    /// An `InputRequiredResult`: its `inputRequests` and `requestState`.
+    InputRequired {
+        /// The requests, by key.
+        requests: Value,
+        /// The state to hand back with the answers.
+        request_state: Option<String>,
+    },
+    /// A JSON-RPC error object.
+    Error(Value),
+}
+
+/// Runs one round of a tool call in this process, through the same service a request takes
+/// (the HTTP front implements it). `progress` hears each progress message as it comes.
+pub trait ToolRunner: Send + Sync + 'static {
+    /// Runs `params` (a `tools/call`'s params, `_meta` included) as `caller`.
+    fn run_round(
+        &self,
+        params: Value,
+        caller: Option<Principal>,
+        progress: Box<dyn Fn(String) + Send + Sync>,
+    ) -> BoxFuture<'static, RoundOutput>;
+}
+
+/// How a round reaches a worker.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Dispatch {
+    /// On this process's runtime (the local server; tests).
+    Local,
+}
+
+/// Task settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskSettings {
+    /// How long a task lives after creation.
+    pub ttl: Duration,
+    /// How often clients should poll, and how often a worker looks for a cancel.
+    pub poll_interval: Duration,
+    /// How long a worker's claim on a round holds locally (on Lambda: the invocation's
+    /// deadline). A round still working after it shows as `failed`.
+    pub lease: Duration,
+}
+
+impl Default for TaskSettings {
+    fn default() -> Self {
+        Self {
+            ttl: Duration::from_secs(3600),
+            poll_interval: Duration::from_millis(1000),
+            lease: Duration::from_secs(900),
+        }
+    }
+}
+
+/// The task engine a server runs with; see the [module docs](super).
+pub struct Tasks {
+    store: Arc<dyn TaskStore>,
+    dispatch: Dispatch,
+    settings: TaskSettings,
+    runner: OnceLock<Arc<dyn ToolRunner>>,
+}
+
+impl std::fmt::Debug for Tasks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tasks")
+            .field("store", &self.store)
+            .field("dispatch", &self.dispatch)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The `_meta` key of the client's capabilities.
+const CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// The extension's id.
+pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+fn internal(error: TaskError) -> ErrorData {
+    match error {
+        TaskError::NotFound => unknown_task(),
+        TaskError::Invalid(why) => ErrorData::invalid_params(why, None),
+        TaskError::Unavailable(why) => {
+            tracing::warn!(reason = %why, "task store unavailable");
+            ErrorData::internal_error("the task store is unavailable; try again shortly", None)
+        }
+    }
+}
+
+fn unknown_task() -> ErrorData {
+    ErrorData::invalid_params(
+        "unknown task: it does not exist, has expired, or belongs to someone else",
+        None,
+    )
+}
+
+/// Epoch milliseconds as an ISO 8601 UTC timestamp (`2026-12-01T06:30:00.123Z`).
+fn iso(ms: u64) -> String {
+    let (days, rest) = ((ms / 86_400_000) as i64, ms % 86_400_000);
+    // Days to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3_600_000,
+        rest / 60_000 % 60,
+        rest / 1000 % 60,
+        rest % 1000
+    )
+}
+
+impl Tasks {
+    /// An engine on `store`.
+    pub fn new(store: Arc<dyn TaskStore>, dispatch: Dispatch, settings: TaskSettings) -> Arc<Self> {
+        Arc::new(Self {
+            store,
+            dispatch,
+            settings,
+            runner: OnceLock::new(),
+        })
+    }
+
+    /// The store behind it.
+    pub fn store(&self) -> &Arc<dyn TaskStore> {
+        &self.store
+    }
+
+    /// Connects the worker side to the service (once, at start-up).
+    pub(crate) fn set_runner(&self, runner: Arc<dyn ToolRunner>) {
+        let _ = self.runner.set(runner);
+    }
+
+    /// Records a task for `params` (durably) and hands round 0 to a worker.
+    pub(crate) async fn accept(
+        self: &Arc<Self>,
+        owner: &str,
+        caller: Option<Principal>,
+        mut params: Value,
+    ) -> Result<CreateTaskResult, ErrorData> {
+        // The worker's call is a plain one: the extension is what made this a task.
+        if let Some(extensions) = params
+            .pointer_mut(&format!("/_meta/{}/extensions", CAPABILITIES.replace('/', "~1")))
+            .and_then(Value::as_object_mut)
+        {
+            extensions.remove(EXTENSION);
+        }
+        let id = HandleId::random().map_err(|e| internal(TaskError::Unavailable(e.to_string())))?;
+        let now = now_ms();
+        let record = TaskRecord::new(
+            id,
+            owner,
+            json!({ "params": params, "caller": caller }),
+            now,
+            self.settings.ttl.as_millis() as u64,
+            self.settings.poll_interval.as_millis() as u64,
+        );
+        // Durable first: no CreateTaskResult for a task another instance could not find.
+        self.store.create(&record).await.map_err(internal)?;
+        self.dispatch(id, 0);
+        Ok(CreateTaskResult::new(task_of(&record, TaskStatus::Working)))
+    }
+
+    fn dispatch(self: &Arc<Self>, id: HandleId, round: u32) {
+        match self.dispatch {
+            Dispatch::Local => {
+                let engine = self.clone();
+                tokio::spawn(async move { engine.run_round(id, round).await });
+            }
+        }
+    }
+
+    /// `tasks/get`.
+    pub(crate) async fn get(&self, owner: &str, id: &str) -> Result<GetTaskResult, ErrorData> {
+        let id: HandleId = id.parse().map_err(|_| unknown_task())?;
+        let record = self.store.get(owner, id).await.map_err(internal)?;
+        Ok(GetTaskResult::new(detailed(&record, now_ms())))
+    }
+
+    /// `tasks/update`: unknown keys are ignored; the round resumes once every request is
+    /// answered.
+    pub(crate) async fn update(
+        self: &Arc<Self>,
+        owner: &str,
+        id: &str,
+        responses: &BTreeMap<String, Value>,
+    ) -> Result<(), ErrorData> {
+        let id: HandleId = id.parse().map_err(|_| unknown_task())?;
+        let record = self.store.answer(owner, id, responses).await.map_err(internal)?;
+        if record.state == TaskState::InputRequired
+            && record.pending.is_empty()
+            && !record.cancel_requested
+        {
+            self.dispatch(id, record.round);
+        }
+        Ok(())
+    }
+
+    /// `tasks/cancel`: acknowledged whatever the state (a finished task stays as it is).
+    pub(crate) async fn cancel(&self, owner: &str, id: &str) -> Result<(), ErrorData> {
+        let id: HandleId = id.parse().map_err(|_| unknown_task())?;
+        self.store.cancel(owner, id).await.map_err(internal)?;
+        Ok(())
+    }
+
+    /// A worker: claims `round` and runs it to its end, looking for a cancel every poll
+    /// interval. A second delivery of the same round finds it claimed and does nothing.
+    pub async fn run_round(self: Arc<Self>, id: HandleId, round: u32) {
+        let Some(runner) = self.runner.get().cloned() else {
+            tracing::error!("a task round was dispatched before the server was built");
+            return;
+        };
+        let lease_until = now_ms() + self.settings.lease.as_millis() as u64;
+        let task = match self.store.claim(id, round, lease_until).await {
+            Ok(Some(task)) => task,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(%error, "could not claim a task round");
+                return;
+            }
+        };
+        let mut params = task.call["params"].clone();
+        if round > 0 {
+            let responses: serde_json::Map<String, Value> = task.responses.clone().into_iter().collect();
+            params["inputResponses"] = Value::Object(responses);
+            if let Some(state) = &task.request_state {
+                params["requestState"] = Value::String(state.clone());
+            }
+        }
+        let caller: Option<Principal> = serde_json::from_value(task.call["caller"].clone()).ok();
+        let latest = Arc::new(std::sync::Mutex::new(None::<String>));
+        let sink = latest.clone();
+        let progress = Box::new(move |message: String| {
+            *sink.lock().expect("progress lock") = Some(message);
+        });
+        let run = runner.run_round(params, caller, progress);
+        tokio::pin!(run);
+        let mut ticks = tokio::time::interval(self.settings.poll_interval);
+        ticks.tick().await;
+        let end = loop {
+            tokio::select! {
+                output = &mut run => break round_end(output),
+                _ = ticks.tick() => {
+                    let message = latest.lock().expect("progress lock").take();
+                    match self.store.check(id, round, message.as_deref()).await {
+                        Ok(true) => break RoundEnd::Cancelled,
+                        Ok(false) => {}
+                        Err(error) => tracing::debug!(%error, "task check failed; retrying"),
+                    }
+                }
+            }
+        };
+        match self.store.finish(id, round, &end).await {
+            Ok(true) => {}
+            Ok(false) => tracing::debug!("a task round ended after its claim was gone"),
+            Err(error) => tracing::warn!(%error, "could not record a task round's end"),
+        }
+    }
+}
+
+fn round_end(output: RoundOutput) -> RoundEnd {
+    match output {
+        RoundOutput::Completed(result) => RoundEnd::Completed(result),
+        RoundOutput::Error(error) => RoundEnd::Failed(error),
+        RoundOutput::InputRequired {
+            requests,
+            request_state,
+        } => {
+            let keys = requests
+                .as_object()
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default();
+            RoundEnd::InputRequired {
+                requests,
+                keys,
+                request_state,
+            }
+        }
+    }
+}
+
+/// The task as a client sees it now: a cancel asked for while it waits for input shows as
+/// `cancelled`; a round whose worker's claim ran out shows as `failed`.
+fn visible(record: &TaskRecord, now: u64) -> (TaskStatus, Option<Value>) {
+    match record.state {
+        TaskState::InputRequired if record.cancel_requested => (TaskStatus::Cancelled, None),
+        TaskState::Working if record.claimed.is_some_and(|(_, until)| until < now) => (
+            TaskStatus::Failed,
+            Some(json!({
+                "code": -32603,
+                "message": "the worker running this task stopped before it finished (timeout or crash)",
+            })),
+        ),
+        TaskState::Working => (TaskStatus::Working, None),
+        TaskState::InputRequired => (TaskStatus::InputRequired, None),
+        TaskState::Completed => (TaskStatus::Completed, None),
+        TaskState::Failed => (TaskStatus::Failed, record.error.clone()),
+        TaskState::Cancelled => (TaskStatus::Cancelled, None),
+    }
+}
+
+fn task_of(record: &TaskRecord, status: TaskStatus) -> Task {
+    let mut task = Task::new(
+        record.id.to_string(),
+        status,
+        iso(record.created_at_ms),
+        iso(record.updated_at_ms),
+    )
+    .with_ttl_ms(record.ttl_ms)
+    .with_poll_interval_ms(record.poll_interval_ms);
+    if let Some(message) = &record.status_message {
+        task = task.with_status_message(message.clone());
+    }
+    task
+}
+
+fn detailed(record: &TaskRecord, now: u64) -> DetailedTask {
+    let (status, error) = visible(record, now);
+    let task = task_of(record, status);
+    let payload = match status {
+        TaskStatus::Cancelled => TaskPayload::Cancelled,
+        TaskStatus::InputRequired => TaskPayload::InputRequired {
+            input_requests: serde_json::from_value(record.input_requests.clone().unwrap_or_default())
+                .unwrap_or_default(),
+        },
+        TaskStatus::Completed => TaskPayload::Completed {
+            result: record
+                .result
+                .clone()
+                .and_then(|r| serde_json::from_value::<JsonObject>(r).ok())
+                .unwrap_or_default(),
+        },
+        TaskStatus::Failed => TaskPayload::Failed {
+            error: error
+                .and_then(|e| serde_json::from_value::<JsonObject>(e).ok())
+                .unwrap_or_else(|| {
+                    let mut error = JsonObject::new();
+                    error.insert("code".into(), json!(-32603));
+                    error.insert("message".into(), json!("the task failed"));
+                    error
+                }),
+        },
+        _ => TaskPayload::Working,
+    };
+    DetailedTask::new(task, payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_iso_8601_utc() {
+        assert_eq!(iso(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso(1_796_000_000_123), "2026-11-29T00:53:20.123Z");
+        assert_eq!(iso(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+}
