@@ -39,7 +39,10 @@ use std::{
     time::Duration,
 };
 
+mod tasks;
+
 use mcp_lambda::listen::{Changes, MemoryFeed, Watch};
+use mcp_lambda::tasks::{Dispatch, MemoryTaskStore, TaskSettings, Tasks};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
@@ -74,6 +77,15 @@ async fn main() -> anyhow::Result<()> {
             (RESOURCE_URIS.contains(&uri) || template_id(uri).is_some())
                 .then(|| Watch::Resource(uri.to_owned()))
         })
+        // Tools that outlive the request run as durable tasks (the tasks extension).
+        .tasks(
+            Tasks::new(
+                std::sync::Arc::new(MemoryTaskStore::new()),
+                Dispatch::Local,
+                TaskSettings::default(),
+            ),
+            tasks::policy,
+        )
         .server(move || server.clone())
         .run()
         .await?;
@@ -130,6 +142,7 @@ impl ConformanceServer {
     fn tools(&self) -> Vec<Tool> {
         let mut tools: Vec<Tool> = TOOLS
             .iter()
+            .chain(tasks::TOOLS)
             .map(|(name, description, schema)| tool(name, description, schema()))
             .collect();
         if self.shared.dynamic_tool.load(Ordering::SeqCst) {
@@ -708,6 +721,9 @@ impl ServerHandler for ConformanceServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(answer) = tasks::call(&request.name, &request).await {
+            return answer;
+        }
         self.call_tool_inner(request, context).await
     }
 

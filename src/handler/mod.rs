@@ -294,6 +294,13 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
     ) -> Result<DiscoverResult, ErrorData> {
         let slot = CacheSlot::of(&context);
         let mut result = self.inner.discover(context).await?;
+        if self.settings.tasks.is_some() {
+            result
+                .capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(crate::tasks::EXTENSION.to_owned(), Default::default());
+        }
         let (ttl, scope) = self.settings.hint("server/discover", true);
         result.ttl_ms = ttl.unwrap_or_default();
         result.cache_scope = scope.unwrap_or(RmcpCacheScope::Private);
@@ -468,7 +475,11 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             match (policy, declared) {
                 (TaskPolicy::Optional | TaskPolicy::Required, true) => {
                     let (owner, caller) = owner_of(&context);
-                    let params = serde_json::to_value(&request)
+                    let mut params = serde_json::to_value(&request)
+                        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                    // rmcp keeps the request's `_meta` in the context: the worker's call needs
+                    // it (the version, the client's capabilities, a progress token).
+                    params["_meta"] = serde_json::to_value(&context.meta)
                         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
                     let mut created = tasks.accept(&owner, caller, params).await?;
                     self.settings.stamp(&mut created.meta);

@@ -169,7 +169,10 @@ impl Tasks {
     ) -> Result<CreateTaskResult, ErrorData> {
         // The worker's call is a plain one: the extension is what made this a task.
         if let Some(extensions) = params
-            .pointer_mut(&format!("/_meta/{}/extensions", CAPABILITIES.replace('/', "~1")))
+            .pointer_mut(&format!(
+                "/_meta/{}/extensions",
+                CAPABILITIES.replace('/', "~1")
+            ))
             .and_then(Value::as_object_mut)
         {
             extensions.remove(EXTENSION);
@@ -215,7 +218,11 @@ impl Tasks {
         responses: &BTreeMap<String, Value>,
     ) -> Result<(), ErrorData> {
         let id: HandleId = id.parse().map_err(|_| unknown_task())?;
-        let record = self.store.answer(owner, id, responses).await.map_err(internal)?;
+        let record = self
+            .store
+            .answer(owner, id, responses)
+            .await
+            .map_err(internal)?;
         if record.state == TaskState::InputRequired
             && record.pending.is_empty()
             && !record.cancel_requested
@@ -250,7 +257,8 @@ impl Tasks {
         };
         let mut params = task.call["params"].clone();
         if round > 0 {
-            let responses: serde_json::Map<String, Value> = task.responses.clone().into_iter().collect();
+            let responses: serde_json::Map<String, Value> =
+                task.responses.clone().into_iter().collect();
             params["inputResponses"] = Value::Object(responses);
             if let Some(state) = &task.request_state {
                 params["requestState"] = Value::String(state.clone());
@@ -348,8 +356,20 @@ fn detailed(record: &TaskRecord, now: u64) -> DetailedTask {
     let task = task_of(record, status);
     let payload = match status {
         TaskStatus::Cancelled => TaskPayload::Cancelled,
+        // Only what is still outstanding: an answered request is gone from the next look.
         TaskStatus::InputRequired => TaskPayload::InputRequired {
-            input_requests: serde_json::from_value(record.input_requests.clone().unwrap_or_default())
+            input_requests: record
+                .input_requests
+                .as_ref()
+                .and_then(Value::as_object)
+                .map(|all| {
+                    all.iter()
+                        .filter(|(key, _)| record.pending.contains(*key))
+                        .filter_map(|(key, request)| {
+                            Some((key.clone(), serde_json::from_value(request.clone()).ok()?))
+                        })
+                        .collect()
+                })
                 .unwrap_or_default(),
         },
         TaskStatus::Completed => TaskPayload::Completed {

@@ -19,8 +19,8 @@ mod memory;
 mod record;
 mod store;
 
-pub use engine::{Dispatch, RoundOutput, TaskSettings, Tasks, ToolRunner};
 pub(crate) use engine::EXTENSION;
+pub use engine::{Dispatch, RoundOutput, TaskSettings, Tasks, ToolRunner};
 pub use memory::{MAX_MEMORY_TASKS, MemoryTaskStore};
 pub use record::{TaskRecord, TaskState};
 pub use store::{RoundEnd, TaskError, TaskStore};
