@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::{elicit, input_required};
 
 /// The fixture tools and their schemas.
-pub(crate) const TOOLS: &[(&str, &str, fn() -> Value)] = &[
+pub(crate) const TOOLS: &[(&str, &str, super::Schema)] = &[
     (
         "greet",
         "Greets someone; never a task",
