@@ -14,10 +14,14 @@
 //! conditional on the round they claimed, so a second delivery of the same round runs nothing
 //! and overwrites nothing.
 
+#[cfg(feature = "dynamodb")]
+mod dynamodb;
 mod memory;
 mod record;
 mod store;
 
+#[cfg(feature = "dynamodb")]
+pub use dynamodb::{DynamoDbTaskStore, MAX_ANSWER_KEYS, MAX_KEY_BYTES, MAX_TASK_BYTES};
 pub use memory::{MAX_MEMORY_TASKS, MemoryTaskStore};
 pub use record::{TaskRecord, TaskState};
 pub use store::{RoundEnd, TaskError, TaskStore};
