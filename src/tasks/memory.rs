@@ -166,7 +166,7 @@ impl TaskStore for MemoryTaskStore {
             let Some(task) = tasks.get_mut(&id) else {
                 return Ok(false);
             };
-            if task.state != TaskState::Working || !task.claimed.is_some_and(|(r, _)| r == round) {
+            if task.state != TaskState::Working || task.claimed.is_none_or(|(r, _)| r != round) {
                 return Ok(false);
             }
             super::apply_end(task, round, end, now_ms());
