@@ -10,7 +10,10 @@
 //! - durability: baskets outlive the basket process, and expiry holds across processes;
 //! - faults: a hung and then a stopped DynamoDB fail calls cleanly within the configured
 //!   timeouts; after a restart every basket made before is still there;
-//! - 50 concurrent `add_item` calls on one basket make exactly 50.
+//! - 50 concurrent `add_item` calls on one basket make exactly 50;
+//! - tasks: one DynamoDB request per task operation, and a create, claim, finish, answer or
+//!   cancel whose first answer is lost succeeds once on retry (a create whose every answer is
+//!   lost is not reported durable).
 //!
 //! Without `MCP_TEST_DYNAMODB_ENDPOINT` every test fails under CI and is skipped, loudly,
 //! elsewhere. The fault test starts a DynamoDB Local of its own (scripts/dynamodb-local.sh) so
@@ -1286,4 +1289,234 @@ async fn a_deployment_that_changes_the_tools_tells_listeners_on_the_previous_one
     let note = stream.next(Duration::from_secs(5)).await.unwrap();
     assert_eq!(note["method"], "notifications/tools/list_changed", "{note}");
     assert!(quiet(&mut stream, 3 * poll).await, "told once");
+}
+
+fn task(owner: &str, ttl_ms: u64) -> mcp_lambda::tasks::TaskRecord {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    mcp_lambda::tasks::TaskRecord::new(
+        HandleId::random().unwrap(),
+        owner,
+        json!({ "name": "slow", "arguments": {} }),
+        now,
+        ttl_ms,
+        1000,
+    )
+}
+
+fn ask(keys: &[&str]) -> mcp_lambda::tasks::RoundEnd {
+    mcp_lambda::tasks::RoundEnd::InputRequired {
+        requests: keys.iter().map(|k| ((*k).to_owned(), json!({}))).collect(),
+        keys: keys.iter().map(|k| (*k).to_owned()).collect(),
+        request_state: Some("state".into()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_task_operation_is_one_dynamodb_request() {
+    use mcp_lambda::tasks::{DynamoDbTaskStore, RoundEnd, TaskError, TaskState, TaskStore};
+    let Some(endpoint) = endpoint("the task round-trip count test") else {
+        return;
+    };
+    support::dynamodb::store(&endpoint).await; // the table exists
+    let proxy = CountingProxy::start(&endpoint).await;
+    let store = DynamoDbTaskStore::new(client(&proxy.url, &timeouts()).await, TABLE);
+    let alice = owner("alice");
+    let mallory = owner("mallory");
+    let lease = || task(&alice, 0).created_at_ms + 60_000;
+    macro_rules! one_request {
+        ($label:expr, $op:expr, $expected:expr) => {{
+            let result = $op.await;
+            assert_eq!(proxy.take(), [$expected], "{}", $label);
+            result
+        }};
+    }
+
+    let t = task(&alice, 3_600_000);
+    one_request!("create", store.create(&t), "PutItem").unwrap();
+    assert_eq!(
+        one_request!("get", store.get(&alice, t.id), "GetItem").unwrap(),
+        t
+    );
+    assert_eq!(
+        one_request!("get, other owner", store.get(&mallory, t.id), "GetItem"),
+        Err(TaskError::NotFound)
+    );
+    let answers = std::collections::BTreeMap::from([("a".to_owned(), json!(1))]);
+    assert_eq!(
+        one_request!(
+            "answer, not waiting",
+            store.answer(&alice, t.id, &answers),
+            "UpdateItem"
+        )
+        .unwrap(),
+        t
+    );
+    assert!(
+        one_request!("claim", store.claim(t.id, 0, lease()), "UpdateItem")
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        one_request!("claim, again", store.claim(t.id, 0, lease()), "UpdateItem"),
+        Ok(None)
+    );
+    assert_eq!(
+        one_request!(
+            "check, with a message",
+            store.check(t.id, 0, Some("working on it")),
+            "UpdateItem"
+        ),
+        Ok(false)
+    );
+    assert_eq!(
+        one_request!("check", store.check(t.id, 0, None), "GetItem"),
+        Ok(false)
+    );
+    assert_eq!(
+        one_request!(
+            "finish, input required",
+            store.finish(t.id, 0, &ask(&["a", "b"])),
+            "UpdateItem"
+        ),
+        Ok(true)
+    );
+    let waiting =
+        one_request!("answer", store.answer(&alice, t.id, &answers), "UpdateItem").unwrap();
+    assert_eq!(waiting.state, TaskState::InputRequired);
+    assert_eq!(waiting.pending.len(), 1);
+    assert_eq!(
+        one_request!(
+            "answer, other owner",
+            store.answer(&mallory, t.id, &answers),
+            "UpdateItem"
+        ),
+        Err(TaskError::NotFound)
+    );
+    let cancelled = one_request!("cancel", store.cancel(&alice, t.id), "UpdateItem").unwrap();
+    assert!(cancelled.cancel_requested);
+    assert_eq!(
+        one_request!(
+            "finish, not claimed",
+            store.finish(t.id, 1, &RoundEnd::Cancelled),
+            "UpdateItem"
+        ),
+        Ok(false)
+    );
+
+    let u = task(&alice, 3_600_000);
+    one_request!("create", store.create(&u), "PutItem").unwrap();
+    one_request!("claim", store.claim(u.id, 0, lease()), "UpdateItem").unwrap();
+    assert_eq!(
+        one_request!(
+            "finish",
+            store.finish(u.id, 0, &RoundEnd::Completed(json!({ "content": [] }))),
+            "UpdateItem"
+        ),
+        Ok(true)
+    );
+    let done = one_request!("cancel, finished", store.cancel(&alice, u.id), "UpdateItem").unwrap();
+    assert_eq!(done.state, TaskState::Completed);
+    assert!(!done.cancel_requested);
+    assert_eq!(
+        one_request!(
+            "cancel, other owner",
+            store.cancel(&mallory, u.id),
+            "UpdateItem"
+        ),
+        Err(TaskError::NotFound)
+    );
+
+    // Refused before any request.
+    let many: std::collections::BTreeMap<String, Value> = (0..=mcp_lambda::tasks::MAX_ANSWER_KEYS)
+        .map(|i| (format!("k{i}"), json!(i)))
+        .collect();
+    assert!(matches!(
+        store.answer(&alice, t.id, &many).await,
+        Err(TaskError::Invalid(_))
+    ));
+    assert!(proxy.take().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_task_write_whose_answer_is_lost_recognises_itself_on_retry() {
+    use mcp_lambda::tasks::{DynamoDbTaskStore, RoundEnd, TaskError, TaskState, TaskStore};
+    let Some(endpoint) = endpoint("the task lost-answer test") else {
+        return;
+    };
+    support::dynamodb::store(&endpoint).await;
+    let direct = DynamoDbTaskStore::new(client(&endpoint, &timeouts()).await, TABLE);
+    let proxy = CountingProxy::start(&endpoint).await;
+    let store = DynamoDbTaskStore::new(client(&proxy.url, &short_read_timeouts()).await, TABLE);
+    let alice = owner("alice");
+    let t = task(&alice, 3_600_000);
+    let lease = t.created_at_ms + 600_000;
+
+    // Each first attempt lands and its answer is lost; the retry finds this call's own write.
+    proxy.swallow("PutItem", 1);
+    store
+        .create(&t)
+        .await
+        .expect("a retried create finds its own item");
+    assert_eq!(proxy.take(), ["PutItem", "PutItem"], "create, retried");
+
+    proxy.swallow("UpdateItem", 1);
+    let claimed = store.claim(t.id, 0, lease).await.unwrap();
+    assert_eq!(proxy.take(), ["UpdateItem", "UpdateItem"], "claim, retried");
+    assert_eq!(claimed.map(|c| c.claimed), Some(Some((0, lease))));
+
+    proxy.swallow("UpdateItem", 1);
+    assert_eq!(store.finish(t.id, 0, &ask(&["a"])).await, Ok(true));
+    assert_eq!(
+        proxy.take(),
+        ["UpdateItem", "UpdateItem"],
+        "finish, retried"
+    );
+
+    // Answer and cancel are idempotent: the retry meets the same condition.
+    proxy.swallow("UpdateItem", 1);
+    let answered = store
+        .answer(
+            &alice,
+            t.id,
+            &std::collections::BTreeMap::from([("a".to_owned(), json!("yes"))]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        proxy.take(),
+        ["UpdateItem", "UpdateItem"],
+        "answer, retried"
+    );
+    assert!(answered.pending.is_empty());
+    assert_eq!(answered.responses.get("a"), Some(&json!("yes")));
+
+    proxy.swallow("UpdateItem", 1);
+    assert!(store.cancel(&alice, t.id).await.unwrap().cancel_requested);
+    assert_eq!(
+        proxy.take(),
+        ["UpdateItem", "UpdateItem"],
+        "cancel, retried"
+    );
+
+    // Every answer lost: the create is not reported durable.
+    let lost = task(&alice, 3_600_000);
+    proxy.swallow("PutItem", 3);
+    let result = store.create(&lost).await;
+    assert!(
+        matches!(result, Err(TaskError::Unavailable(_))),
+        "{result:?}"
+    );
+    assert_eq!(proxy.take(), ["PutItem"; 3]);
+
+    let read = direct.get(&alice, t.id).await.unwrap();
+    assert_eq!(read.state, TaskState::InputRequired);
+    assert_eq!(read.round, 1);
+    assert!(read.cancel_requested);
+    assert_eq!(
+        direct.finish(t.id, 0, &RoundEnd::Cancelled).await,
+        Ok(false)
+    );
 }

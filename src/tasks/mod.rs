@@ -14,11 +14,15 @@
 //! conditional on the round they claimed, so a second delivery of the same round runs nothing
 //! and overwrites nothing.
 
+#[cfg(feature = "dynamodb")]
+mod dynamodb;
 mod engine;
 mod memory;
 mod record;
 mod store;
 
+#[cfg(feature = "dynamodb")]
+pub use dynamodb::{DynamoDbTaskStore, MAX_ANSWER_KEYS, MAX_KEY_BYTES, MAX_TASK_BYTES};
 pub(crate) use engine::EXTENSION;
 pub use engine::{Dispatch, RoundOutput, TaskSettings, Tasks, ToolRunner};
 pub use memory::{MAX_MEMORY_TASKS, MemoryTaskStore};

@@ -1,0 +1,810 @@
+//! The DynamoDB task store: durable tasks in the handles table, shared by every instance.
+//!
+//! One item per task, in the handles table (`infra/handles-table.json`: partition key `pk`,
+//! TTL on `expires_at`):
+//!
+//! | attribute | type | meaning |
+//! |---|---|---|
+//! | `pk` | S | `t#<uuid>` |
+//! | `owner` | S | who may read, answer and cancel it; anyone else gets `NotFound` |
+//! | `state` | S | `working`, `input_required`, `completed`, `failed`, `cancelled` |
+//! | `round` | N | the round the next worker runs |
+//! | `cancel` | BOOL | a client asked to cancel |
+//! | `call` | S | the `tools/call` params, compact JSON |
+//! | `input_requests` | S | the outstanding requests, compact JSON (while `input_required`) |
+//! | `input_keys` | SS | their keys (absent when none): only answers to these are read back |
+//! | `pending` | SS | the keys not answered yet; absent when none (DynamoDB has no empty set, and removes a set a `DELETE` empties) |
+//! | `responses` | M | answers by key, each compact JSON in an S; an empty map at creation and after every `input_required` round, so an answer can `SET responses.#k` |
+//! | `request_state` | S | the round's `requestState`, as given |
+//! | `status_message` | S | the latest status line, as given |
+//! | `result`, `error` | S | compact JSON, once `completed` / `failed` |
+//! | `claimed_round`, `lease_until_ms` | N | the round a worker claimed and until when (epoch ms) |
+//! | `write_id` | S | a random token per create, claim and finish, so a retried write that already landed is recognised |
+//! | `created_at_ms`, `updated_at_ms`, `ttl_ms`, `poll_ms` | N | epoch ms; the lifetime and the poll interval in ms |
+//! | `expires_at` | N | epoch **seconds**, rounded up: the table's TTL attribute, for the sweeper |
+//! | `expires_at_ms` | N | epoch milliseconds: the expiry every operation checks |
+//!
+//! Exactly one DynamoDB request per operation. `live` below is
+//! `owner = :owner AND expires_at_ms > :now`; every conditional write asks for the old item on
+//! failure (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), so telling "missing" from "in
+//! another state" costs no second request:
+//!
+//! | operation | request | condition | when it fails |
+//! |---|---|---|---|
+//! | create | `PutItem` | `attribute_not_exists(pk)` | the old item is this call's (`write_id`): `Ok`; another task's: `Invalid` |
+//! | get | `GetItem`, strongly consistent | owner and expiry checked on the item read | `NotFound` |
+//! | answer | `UpdateItem` (`SET responses.#k = if_not_exists(responses.#k, :v)` per key, `DELETE pending :keys`), `ALL_NEW` | `live AND state = input_required` | a live task of this owner: returned unchanged; else `NotFound` |
+//! | cancel | `UpdateItem` (`SET cancel = true`), `ALL_NEW` | `live AND state` not terminal | a live task of this owner (finished): returned unchanged; else `NotFound` |
+//! | claim | `UpdateItem` (`SET state = working, claimed_round, lease_until_ms`), `ALL_NEW` | `expires_at_ms > :now AND round = :r AND cancel = false AND (state = working OR (state = input_required AND attribute_not_exists(pending))) AND (attribute_not_exists(claimed_round) OR claimed_round < :r)` | the old item is this call's claim (`write_id`): `Some`; else `None` |
+//! | check, with a message | `UpdateItem` (`SET status_message`), `ALL_NEW` | `expires_at_ms > :now AND claimed_round = :r AND state = working` | the old item's `cancel`; no live item: `NotFound` |
+//! | check, without | `GetItem`, strongly consistent | — | no live item: `NotFound` |
+//! | finish | `UpdateItem` (the transitions of `apply_end`) | `expires_at_ms > :now AND claimed_round = :r AND state = working` | the old item is this call's finish (`write_id`): `true`; else `false` |
+//!
+//! An answer's keys that were never outstanding are written into `responses` too (one
+//! request cannot first look), but are never read back: a task read from DynamoDB keeps only
+//! the responses whose key is in `input_keys`, so [`TaskRecord::responses`] holds exactly what
+//! the memory store records. `if_not_exists` keeps the first answer to a key, as the memory
+//! store ignores a key no longer pending.
+//!
+//! # Retries and lost answers
+//!
+//! The SDK retries throttling and transient errors, timeouts included, within
+//! [`AwsTimeouts`](crate::aws::AwsTimeouts). Each write is one conditional request: it lands
+//! whole or not at all. When an attempt lands and its answer is lost, the retry meets its own
+//! result: answer and cancel are idempotent (their condition still holds and `if_not_exists`
+//! keeps the value), and create, claim and finish recognise their own `write_id` in the old
+//! item. A call whose every attempt failed is [`TaskError::Unavailable`]; for a write this
+//! store does not tell "nothing changed" from "the outcome is unknown" (the handle store's
+//! per-attempt interceptor does): a worker that cannot record its round leaves the task to
+//! its lease, and a client retries an answer or a cancel, both idempotent.
+//!
+//! A create answered `Unavailable` may have landed all the same. The engine then sends no
+//! `CreateTaskResult`, so nobody learns the id: the item is an orphan that no worker runs and
+//! the TTL sweep removes. That is why a create is never reported durable unless DynamoDB
+//! acknowledged it (or a retry found this call's own item).
+//!
+//! Error messages carry the operation and DynamoDB's error code, never its message text: the
+//! full error goes to the log (`tracing`) here.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::sync::Arc;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::{UpdateItemError, UpdateItemOutput};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use futures::future::{BoxFuture, FutureExt};
+use serde_json::Value;
+
+use super::{RoundEnd, TaskError, TaskRecord, TaskState, TaskStore, now_ms};
+use crate::handles::HandleId;
+
+/// The largest task (its record as JSON) or answer this store writes, in bytes: DynamoDB's
+/// item limit is 400 KB.
+pub const MAX_TASK_BYTES: usize = 350 * 1024;
+
+/// The most keys one answer may carry.
+pub const MAX_ANSWER_KEYS: usize = 64;
+
+/// The longest key of an answer, in bytes.
+pub const MAX_KEY_BYTES: usize = 256;
+
+const PK: &str = "pk";
+
+type Item = HashMap<String, AttributeValue>;
+
+/// A [`TaskStore`] on the handles table; clones share the client and its connections.
+///
+/// ```no_run
+/// # async fn demo() {
+/// use mcp_lambda::tasks::DynamoDbTaskStore;
+/// let timeouts = mcp_lambda::aws::AwsTimeouts::default();
+/// let sdk = mcp_lambda::aws::loader(&timeouts).load().await;
+/// let store = DynamoDbTaskStore::new(aws_sdk_dynamodb::Client::new(&sdk), "mcp-handles");
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct DynamoDbTaskStore {
+    client: Client,
+    table: Arc<str>,
+}
+
+impl fmt::Debug for DynamoDbTaskStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DynamoDbTaskStore")
+            .field("table", &self.table)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DynamoDbTaskStore {
+    /// A store on `table` (the handles table, a name or an ARN) through `client`. Makes no
+    /// request.
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: Arc::from(table.into()),
+        }
+    }
+
+    /// The table name or ARN.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    fn update(
+        &self,
+        id: HandleId,
+    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(self.table.as_ref())
+            .key(PK, s(partition_key(id)))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+    }
+}
+
+/// The partition key of a task's item.
+fn partition_key(id: HandleId) -> String {
+    format!("t#{id}")
+}
+
+fn n(value: impl fmt::Display) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+fn ss(values: impl IntoIterator<Item = impl Into<String>>) -> AttributeValue {
+    AttributeValue::Ss(values.into_iter().map(Into::into).collect())
+}
+
+fn state_name(state: TaskState) -> &'static str {
+    match state {
+        TaskState::Working => "working",
+        TaskState::InputRequired => "input_required",
+        TaskState::Completed => "completed",
+        TaskState::Failed => "failed",
+        TaskState::Cancelled => "cancelled",
+    }
+}
+
+fn parse_state(name: &str) -> Option<TaskState> {
+    Some(match name {
+        "working" => TaskState::Working,
+        "input_required" => TaskState::InputRequired,
+        "completed" => TaskState::Completed,
+        "failed" => TaskState::Failed,
+        "cancelled" => TaskState::Cancelled,
+        _ => return None,
+    })
+}
+
+fn corrupt(attribute: &str) -> TaskError {
+    tracing::error!(attribute, "a task item in DynamoDB is malformed");
+    TaskError::Unavailable(format!(
+        "a stored task is malformed (attribute {attribute})"
+    ))
+}
+
+fn text<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+    match item.get(name) {
+        Some(AttributeValue::S(v)) => Some(v),
+        _ => None,
+    }
+}
+
+fn number(item: &Item, name: &str) -> Result<Option<u64>, TaskError> {
+    match item.get(name) {
+        None => Ok(None),
+        Some(AttributeValue::N(v)) => v.parse().map(Some).map_err(|_| corrupt(name)),
+        Some(_) => Err(corrupt(name)),
+    }
+}
+
+fn json(item: &Item, name: &str) -> Result<Option<Value>, TaskError> {
+    match item.get(name) {
+        None => Ok(None),
+        Some(AttributeValue::S(v)) => serde_json::from_str(v).map(Some).map_err(|_| corrupt(name)),
+        Some(_) => Err(corrupt(name)),
+    }
+}
+
+fn string_set(item: &Item, name: &str) -> Result<BTreeSet<String>, TaskError> {
+    match item.get(name) {
+        None => Ok(BTreeSet::new()),
+        Some(AttributeValue::Ss(v)) => Ok(v.iter().cloned().collect()),
+        Some(_) => Err(corrupt(name)),
+    }
+}
+
+/// A stored item as a task.
+fn parse(item: &Item) -> Result<TaskRecord, TaskError> {
+    let required = |name: &str| number(item, name)?.ok_or_else(|| corrupt(name));
+    let id = text(item, PK)
+        .and_then(|pk| pk.strip_prefix("t#"))
+        .and_then(|id| id.parse::<HandleId>().ok())
+        .ok_or_else(|| corrupt(PK))?;
+    let state = text(item, "state")
+        .and_then(parse_state)
+        .ok_or_else(|| corrupt("state"))?;
+    let round = u32::try_from(required("round")?).map_err(|_| corrupt("round"))?;
+    let claimed = match (
+        number(item, "claimed_round")?,
+        number(item, "lease_until_ms")?,
+    ) {
+        (Some(r), Some(lease)) => Some((
+            u32::try_from(r).map_err(|_| corrupt("claimed_round"))?,
+            lease,
+        )),
+        _ => None,
+    };
+    let cancel_requested = match item.get("cancel") {
+        Some(AttributeValue::Bool(b)) => *b,
+        None => false,
+        Some(_) => return Err(corrupt("cancel")),
+    };
+    // Only answers to the round's own keys count (see the module docs).
+    let keys = string_set(item, "input_keys")?;
+    let mut responses = BTreeMap::new();
+    match item.get("responses") {
+        None => {}
+        Some(AttributeValue::M(map)) => {
+            for (key, value) in map {
+                if !keys.contains(key) {
+                    continue;
+                }
+                let AttributeValue::S(value) = value else {
+                    return Err(corrupt("responses"));
+                };
+                let value = serde_json::from_str(value).map_err(|_| corrupt("responses"))?;
+                responses.insert(key.clone(), value);
+            }
+        }
+        Some(_) => return Err(corrupt("responses")),
+    }
+    Ok(TaskRecord {
+        id,
+        owner: text(item, "owner")
+            .ok_or_else(|| corrupt("owner"))?
+            .to_owned(),
+        call: json(item, "call")?.ok_or_else(|| corrupt("call"))?,
+        state,
+        round,
+        claimed,
+        cancel_requested,
+        input_requests: json(item, "input_requests")?,
+        pending: string_set(item, "pending")?,
+        responses,
+        request_state: text(item, "request_state").map(str::to_owned),
+        status_message: text(item, "status_message").map(str::to_owned),
+        result: json(item, "result")?,
+        error: json(item, "error")?,
+        created_at_ms: required("created_at_ms")?,
+        updated_at_ms: required("updated_at_ms")?,
+        ttl_ms: required("ttl_ms")?,
+        poll_interval_ms: required("poll_ms")?,
+    })
+}
+
+/// The item of a failed conditional write, when it is a live task (of `owner`, if given).
+fn live(
+    item: Option<&Item>,
+    owner: Option<&str>,
+    now: u64,
+) -> Result<Option<TaskRecord>, TaskError> {
+    let Some(item) = item else {
+        return Ok(None);
+    };
+    let task = parse(item)?;
+    let mine = owner.is_none_or(|o| o == task.owner);
+    Ok((mine && task.expires_at_ms() > now).then_some(task))
+}
+
+/// The new item an `UpdateItem` with `ALL_NEW` returned, as a task.
+fn updated(out: &UpdateItemOutput) -> Result<TaskRecord, TaskError> {
+    parse(
+        out.attributes()
+            .ok_or_else(|| corrupt("(UpdateItem returned no attributes)"))?,
+    )
+}
+
+/// The old item of an `UpdateItem` refused by its condition; any other failure as an error.
+fn refused(
+    operation: &str,
+    error: SdkError<UpdateItemError, impl fmt::Debug>,
+) -> Result<Option<Item>, TaskError> {
+    match error.as_service_error() {
+        Some(UpdateItemError::ConditionalCheckFailedException(c)) => Ok(c.item().cloned()),
+        _ => Err(failure(operation, &error)),
+    }
+}
+
+/// A failed SDK call as [`TaskError`]: a request DynamoDB refused as malformed (too large) is
+/// `Invalid`, everything else (timeouts, unreachable endpoint, throttling after the SDK's
+/// retries, missing table, no permission) `Unavailable`. The message names the operation and
+/// the error code only; the whole error is logged here.
+fn failure<E, R>(operation: &str, error: &SdkError<E, R>) -> TaskError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: fmt::Debug,
+{
+    tracing::warn!(operation, error = %DisplayErrorContext(error), "a task store request to DynamoDB failed");
+    match error {
+        SdkError::TimeoutError(_) => TaskError::Unavailable(format!(
+            "DynamoDB {operation} did not complete within the configured timeout"
+        )),
+        SdkError::DispatchFailure(_) => {
+            TaskError::Unavailable(format!("cannot reach DynamoDB for {operation}"))
+        }
+        SdkError::ServiceError(service) => {
+            let code = service.err().code().unwrap_or("unknown");
+            if code == "ValidationException" {
+                TaskError::Invalid(format!("DynamoDB refused {operation} (too large?)"))
+            } else {
+                TaskError::Unavailable(format!("DynamoDB {operation}: {code}"))
+            }
+        }
+        _ => TaskError::Unavailable(format!("DynamoDB {operation} failed")),
+    }
+}
+
+fn too_large(what: &str, bytes: usize) -> TaskError {
+    TaskError::Invalid(format!(
+        "{what} is {bytes} bytes; at most {MAX_TASK_BYTES} are stored"
+    ))
+}
+
+/// Compact JSON, bounded.
+fn compact(what: &str, value: &Value) -> Result<String, TaskError> {
+    let text = value.to_string();
+    if text.len() > MAX_TASK_BYTES {
+        return Err(too_large(what, text.len()));
+    }
+    Ok(text)
+}
+
+fn token() -> Result<String, TaskError> {
+    HandleId::random()
+        .map(|id| id.to_string())
+        .map_err(|e| TaskError::Unavailable(format!("no random token: {e}")))
+}
+
+const NOT_TERMINAL: &str = "NOT (#state IN (:completed, :failed, :cancelled))";
+
+impl TaskStore for DynamoDbTaskStore {
+    fn create<'a>(&'a self, task: &'a TaskRecord) -> BoxFuture<'a, Result<(), TaskError>> {
+        async move {
+            let size = serde_json::to_vec(task)
+                .map(|v| v.len())
+                .unwrap_or(usize::MAX);
+            if size > MAX_TASK_BYTES {
+                return Err(too_large("the task", size));
+            }
+            let write_id = token()?;
+            let expires_at_ms = task.expires_at_ms();
+            let mut item: Item = HashMap::from([
+                (PK.to_owned(), s(partition_key(task.id))),
+                ("owner".to_owned(), s(&task.owner)),
+                ("state".to_owned(), s(state_name(task.state))),
+                ("round".to_owned(), n(task.round)),
+                (
+                    "cancel".to_owned(),
+                    AttributeValue::Bool(task.cancel_requested),
+                ),
+                ("expires_at".to_owned(), n(expires_at_ms.div_ceil(1000))),
+                ("expires_at_ms".to_owned(), n(expires_at_ms)),
+                ("created_at_ms".to_owned(), n(task.created_at_ms)),
+                ("updated_at_ms".to_owned(), n(task.updated_at_ms)),
+                ("ttl_ms".to_owned(), n(task.ttl_ms)),
+                ("poll_ms".to_owned(), n(task.poll_interval_ms)),
+                ("call".to_owned(), s(task.call.to_string())),
+                ("write_id".to_owned(), s(write_id.clone())),
+            ]);
+            let responses: HashMap<String, AttributeValue> = task
+                .responses
+                .iter()
+                .map(|(k, v)| (k.clone(), s(v.to_string())))
+                .collect();
+            item.insert("responses".to_owned(), AttributeValue::M(responses));
+            for (name, value) in [
+                ("input_requests", &task.input_requests),
+                ("result", &task.result),
+                ("error", &task.error),
+            ] {
+                if let Some(value) = value {
+                    item.insert(name.to_owned(), s(value.to_string()));
+                }
+            }
+            for (name, value) in [
+                ("request_state", &task.request_state),
+                ("status_message", &task.status_message),
+            ] {
+                if let Some(value) = value {
+                    item.insert(name.to_owned(), s(value));
+                }
+            }
+            if !task.pending.is_empty() {
+                item.insert("pending".to_owned(), ss(task.pending.iter().cloned()));
+            }
+            // A record created mid-way keeps its answers readable: its keys are what is
+            // pending or answered.
+            let keys: BTreeSet<&String> =
+                task.pending.iter().chain(task.responses.keys()).collect();
+            if !keys.is_empty() {
+                item.insert("input_keys".to_owned(), ss(keys.into_iter().cloned()));
+            }
+            if let Some((round, lease)) = task.claimed {
+                item.insert("claimed_round".to_owned(), n(round));
+                item.insert("lease_until_ms".to_owned(), n(lease));
+            }
+            let result = self
+                .client
+                .put_item()
+                .table_name(self.table.as_ref())
+                .set_item(Some(item))
+                .condition_expression("attribute_not_exists(pk)")
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .send()
+                .await;
+            let Err(e) = result else {
+                return Ok(());
+            };
+            let Some(PutItemError::ConditionalCheckFailedException(c)) = e.as_service_error()
+            else {
+                return Err(failure("PutItem", &e));
+            };
+            if c.item().and_then(|i| text(i, "write_id")) == Some(write_id.as_str()) {
+                // The SDK retried a put whose first attempt had already landed.
+                Ok(())
+            } else {
+                Err(TaskError::Invalid("task id already in use".into()))
+            }
+        }
+        .boxed()
+    }
+
+    fn get<'a>(
+        &'a self,
+        owner: &'a str,
+        id: HandleId,
+    ) -> BoxFuture<'a, Result<TaskRecord, TaskError>> {
+        async move {
+            let out = self
+                .client
+                .get_item()
+                .table_name(self.table.as_ref())
+                .key(PK, s(partition_key(id)))
+                .consistent_read(true)
+                .send()
+                .await
+                .map_err(|e| failure("GetItem", &e))?;
+            live(out.item(), Some(owner), now_ms())?.ok_or(TaskError::NotFound)
+        }
+        .boxed()
+    }
+
+    fn answer<'a>(
+        &'a self,
+        owner: &'a str,
+        id: HandleId,
+        responses: &'a BTreeMap<String, Value>,
+    ) -> BoxFuture<'a, Result<TaskRecord, TaskError>> {
+        async move {
+            if responses.len() > MAX_ANSWER_KEYS {
+                return Err(TaskError::Invalid(format!(
+                    "{} answers; at most {MAX_ANSWER_KEYS} at once",
+                    responses.len()
+                )));
+            }
+            let mut total = 0;
+            let mut values = Vec::with_capacity(responses.len());
+            for (key, value) in responses {
+                if key.is_empty() || key.len() > MAX_KEY_BYTES {
+                    return Err(TaskError::Invalid(format!(
+                        "an answer's key must be 1 to {MAX_KEY_BYTES} bytes"
+                    )));
+                }
+                let value = value.to_string();
+                total += key.len() + value.len();
+                values.push(value);
+            }
+            if total > MAX_TASK_BYTES {
+                return Err(too_large("the answer", total));
+            }
+            let now = now_ms();
+            let mut set = vec!["updated_at_ms = :now".to_owned()];
+            let mut request = self
+                .update(id)
+                .expression_attribute_names("#owner", "owner")
+                .expression_attribute_names("#state", "state")
+                .expression_attribute_values(":owner", s(owner))
+                .expression_attribute_values(":now", n(now))
+                .expression_attribute_values(":input_required", s("input_required"));
+            if !responses.is_empty() {
+                request = request.expression_attribute_names("#r", "responses");
+            }
+            for (i, (key, value)) in responses.keys().zip(values).enumerate() {
+                set.push(format!("#r.#k{i} = if_not_exists(#r.#k{i}, :v{i})"));
+                request = request
+                    .expression_attribute_names(format!("#k{i}"), key)
+                    .expression_attribute_values(format!(":v{i}"), s(value));
+            }
+            let mut expression = format!("SET {}", set.join(", "));
+            if !responses.is_empty() {
+                expression.push_str(" DELETE #pending :keys");
+                request = request
+                    .expression_attribute_names("#pending", "pending")
+                    .expression_attribute_values(":keys", ss(responses.keys().cloned()));
+            }
+            let result = request
+                .update_expression(expression)
+                .condition_expression(
+                    "#owner = :owner AND expires_at_ms > :now AND #state = :input_required",
+                )
+                .send()
+                .await;
+            match result {
+                Ok(out) => updated(&out),
+                // Not waiting for input (any more): the task as it is, like the memory store.
+                Err(e) => live(
+                    refused("UpdateItem (answer)", e)?.as_ref(),
+                    Some(owner),
+                    now,
+                )?
+                .ok_or(TaskError::NotFound),
+            }
+        }
+        .boxed()
+    }
+
+    fn cancel<'a>(
+        &'a self,
+        owner: &'a str,
+        id: HandleId,
+    ) -> BoxFuture<'a, Result<TaskRecord, TaskError>> {
+        async move {
+            let now = now_ms();
+            let result = self
+                .update(id)
+                .update_expression("SET #cancel = :true, updated_at_ms = :now")
+                .condition_expression(format!(
+                    "#owner = :owner AND expires_at_ms > :now AND {NOT_TERMINAL}"
+                ))
+                .expression_attribute_names("#cancel", "cancel")
+                .expression_attribute_names("#owner", "owner")
+                .expression_attribute_names("#state", "state")
+                .expression_attribute_values(":true", AttributeValue::Bool(true))
+                .expression_attribute_values(":owner", s(owner))
+                .expression_attribute_values(":now", n(now))
+                .expression_attribute_values(":completed", s("completed"))
+                .expression_attribute_values(":failed", s("failed"))
+                .expression_attribute_values(":cancelled", s("cancelled"))
+                .send()
+                .await;
+            match result {
+                Ok(out) => updated(&out),
+                // Finished already: a no-op, the task as it is.
+                Err(e) => live(
+                    refused("UpdateItem (cancel)", e)?.as_ref(),
+                    Some(owner),
+                    now,
+                )?
+                .ok_or(TaskError::NotFound),
+            }
+        }
+        .boxed()
+    }
+
+    fn claim<'a>(
+        &'a self,
+        id: HandleId,
+        round: u32,
+        lease_until_ms: u64,
+    ) -> BoxFuture<'a, Result<Option<TaskRecord>, TaskError>> {
+        async move {
+            let write_id = token()?;
+            let now = now_ms();
+            let result = self
+                .update(id)
+                .update_expression(
+                    "SET #state = :working, claimed_round = :r, lease_until_ms = :lease, \
+                     updated_at_ms = :now, write_id = :wid",
+                )
+                .condition_expression(
+                    "expires_at_ms > :now AND #round = :r AND #cancel = :false \
+                     AND (#state = :working OR (#state = :input_required \
+                     AND attribute_not_exists(#pending))) \
+                     AND (attribute_not_exists(claimed_round) OR claimed_round < :r)",
+                )
+                .expression_attribute_names("#state", "state")
+                .expression_attribute_names("#round", "round")
+                .expression_attribute_names("#cancel", "cancel")
+                .expression_attribute_names("#pending", "pending")
+                .expression_attribute_values(":working", s("working"))
+                .expression_attribute_values(":input_required", s("input_required"))
+                .expression_attribute_values(":false", AttributeValue::Bool(false))
+                .expression_attribute_values(":r", n(round))
+                .expression_attribute_values(":lease", n(lease_until_ms))
+                .expression_attribute_values(":now", n(now))
+                .expression_attribute_values(":wid", s(write_id.clone()))
+                .send()
+                .await;
+            match result {
+                Ok(out) => updated(&out).map(Some),
+                Err(e) => {
+                    let old = refused("UpdateItem (claim)", e)?;
+                    match old {
+                        // The SDK retried a claim whose first attempt had already landed.
+                        Some(item) if text(&item, "write_id") == Some(write_id.as_str()) => {
+                            parse(&item).map(Some)
+                        }
+                        _ => Ok(None),
+                    }
+                }
+            }
+        }
+        .boxed()
+    }
+
+    fn check<'a>(
+        &'a self,
+        id: HandleId,
+        round: u32,
+        status_message: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<bool, TaskError>> {
+        async move {
+            let now = now_ms();
+            let Some(message) = status_message else {
+                let out = self
+                    .client
+                    .get_item()
+                    .table_name(self.table.as_ref())
+                    .key(PK, s(partition_key(id)))
+                    .consistent_read(true)
+                    .send()
+                    .await
+                    .map_err(|e| failure("GetItem", &e))?;
+                let task = live(out.item(), None, now)?.ok_or(TaskError::NotFound)?;
+                return Ok(task.cancel_requested);
+            };
+            if message.len() > MAX_TASK_BYTES {
+                return Err(too_large("the status message", message.len()));
+            }
+            let result = self
+                .update(id)
+                .update_expression("SET status_message = :m, updated_at_ms = :now")
+                .condition_expression(
+                    "expires_at_ms > :now AND claimed_round = :r AND #state = :working",
+                )
+                .expression_attribute_names("#state", "state")
+                .expression_attribute_values(":m", s(message))
+                .expression_attribute_values(":now", n(now))
+                .expression_attribute_values(":r", n(round))
+                .expression_attribute_values(":working", s("working"))
+                .send()
+                .await;
+            let task = match result {
+                Ok(out) => updated(&out)?,
+                // The claim no longer holds: nothing recorded, the cancel flag as it is.
+                Err(e) => live(refused("UpdateItem (check)", e)?.as_ref(), None, now)?
+                    .ok_or(TaskError::NotFound)?,
+            };
+            Ok(task.cancel_requested)
+        }
+        .boxed()
+    }
+
+    fn finish<'a>(
+        &'a self,
+        id: HandleId,
+        round: u32,
+        end: &'a RoundEnd,
+    ) -> BoxFuture<'a, Result<bool, TaskError>> {
+        async move {
+            let write_id = token()?;
+            let now = now_ms();
+            let mut set = vec!["#state = :state", "updated_at_ms = :now", "write_id = :wid"];
+            let mut remove = Vec::new();
+            let mut request = self
+                .client
+                .update_item()
+                .table_name(self.table.as_ref())
+                .key(PK, s(partition_key(id)))
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .expression_attribute_names("#state", "state")
+                .expression_attribute_values(":state", s(state_name(end.state())))
+                .expression_attribute_values(":now", n(now))
+                .expression_attribute_values(":wid", s(write_id.clone()))
+                .expression_attribute_values(":r", n(round))
+                .expression_attribute_values(":working", s("working"));
+            match end {
+                RoundEnd::Completed(result) => {
+                    set.push("#result = :result");
+                    request = request
+                        .expression_attribute_names("#result", "result")
+                        .expression_attribute_values(":result", s(compact("the result", result)?));
+                }
+                RoundEnd::Failed(error) => {
+                    set.push("#error = :error");
+                    request = request
+                        .expression_attribute_names("#error", "error")
+                        .expression_attribute_values(":error", s(compact("the error", error)?));
+                }
+                RoundEnd::Cancelled => {}
+                RoundEnd::InputRequired {
+                    requests,
+                    keys,
+                    request_state,
+                } => {
+                    let next = round.checked_add(1).ok_or_else(|| {
+                        TaskError::Invalid("no round follows the last one".into())
+                    })?;
+                    set.extend([
+                        "#round = :next",
+                        "input_requests = :requests",
+                        "#responses = :empty",
+                    ]);
+                    request = request
+                        .expression_attribute_names("#round", "round")
+                        .expression_attribute_names("#responses", "responses")
+                        .expression_attribute_names("#pending", "pending")
+                        .expression_attribute_values(":next", n(next))
+                        .expression_attribute_values(
+                            ":requests",
+                            s(compact("the input requests", requests)?),
+                        )
+                        .expression_attribute_values(":empty", AttributeValue::M(HashMap::new()));
+                    if keys.is_empty() {
+                        remove.extend(["#pending", "input_keys"]);
+                    } else {
+                        if keys.iter().any(|k| k.is_empty() || k.len() > MAX_KEY_BYTES) {
+                            return Err(TaskError::Invalid(format!(
+                                "an input request's key must be 1 to {MAX_KEY_BYTES} bytes"
+                            )));
+                        }
+                        set.extend(["#pending = :keys", "input_keys = :keys"]);
+                        request =
+                            request.expression_attribute_values(":keys", ss(keys.iter().cloned()));
+                    }
+                    match request_state {
+                        Some(state) => {
+                            set.push("request_state = :rs");
+                            request = request.expression_attribute_values(":rs", s(state));
+                        }
+                        None => remove.push("request_state"),
+                    }
+                }
+            }
+            let mut expression = format!("SET {}", set.join(", "));
+            if !remove.is_empty() {
+                expression.push_str(&format!(" REMOVE {}", remove.join(", ")));
+            }
+            let result = request
+                .update_expression(expression)
+                .condition_expression(
+                    "expires_at_ms > :now AND claimed_round = :r AND #state = :working",
+                )
+                .send()
+                .await;
+            match result {
+                Ok(_) => Ok(true),
+                Err(e) => {
+                    let old = refused("UpdateItem (finish)", e)?;
+                    // True when the SDK retried a finish whose first attempt had already landed.
+                    Ok(old.is_some_and(|item| text(&item, "write_id") == Some(write_id.as_str())))
+                }
+            }
+        }
+        .boxed()
+    }
+}
