@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::handles::HandleId;
 
 /// Where a task stands, as stored. What a client sees is derived from it
-(by the engine): a cancel asked for while the task waits for input, or a
+/// (by the engine): a cancel asked for while the task waits for input, or a
 /// worker whose lease ran out, show as `cancelled` and `failed` without a second write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
