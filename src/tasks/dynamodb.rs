@@ -38,7 +38,7 @@
 //! | claim | `UpdateItem` (`SET state = working, claimed_round, lease_until_ms`), `ALL_NEW` | `expires_at_ms > :now AND round = :r AND cancel = false AND (state = working OR (state = input_required AND attribute_not_exists(pending))) AND (attribute_not_exists(claimed_round) OR claimed_round < :r)` | the old item is this call's claim (`write_id`): `Some`; else `None` |
 //! | check, with a message | `UpdateItem` (`SET status_message`), `ALL_NEW` | `expires_at_ms > :now AND claimed_round = :r AND state = working` | the old item's `cancel`; no live item: `NotFound` |
 //! | check, without | `GetItem`, strongly consistent | — | no live item: `NotFound` |
-//! | finish | `UpdateItem` (the transitions of `apply_end`) | `expires_at_ms > :now AND claimed_round = :r AND state = working` | the old item is this call's finish (`write_id`): `true`; else `false` |
+//! | finish | `UpdateItem` (the transitions of `apply_end`) | `expires_at_ms > :now AND claimed_round = :r AND state = working AND lease_until_ms >= :now` (a worker whose claim ran out, already reported `failed`, changes nothing) | the old item is this call's finish (`write_id`): `true`; else `false` |
 //!
 //! An answer's keys that were never outstanding are written into `responses` too (one
 //! request cannot first look), but are never read back: a task read from DynamoDB keeps only
@@ -792,7 +792,8 @@ impl TaskStore for DynamoDbTaskStore {
             let result = request
                 .update_expression(expression)
                 .condition_expression(
-                    "expires_at_ms > :now AND claimed_round = :r AND #state = :working",
+                    "expires_at_ms > :now AND claimed_round = :r AND #state = :working \
+                     AND lease_until_ms >= :now",
                 )
                 .send()
                 .await;

@@ -166,7 +166,13 @@ impl TaskStore for MemoryTaskStore {
             let Some(task) = tasks.get_mut(&id) else {
                 return Ok(false);
             };
-            if task.state != TaskState::Working || task.claimed.is_none_or(|(r, _)| r != round) {
+            // A worker whose claim ran out was already reported `failed`: it changes nothing.
+            let now = now_ms();
+            if task.state != TaskState::Working
+                || task
+                    .claimed
+                    .is_none_or(|(r, until)| r != round || until < now)
+            {
                 return Ok(false);
             }
             super::apply_end(task, round, end, now_ms());

@@ -113,7 +113,8 @@ pub trait TaskStore: Send + Sync + fmt::Debug + 'static {
         status_message: Option<&'a str>,
     ) -> BoxFuture<'a, Result<bool, TaskError>>;
 
-    /// Ends the claimed `round`; `false` when the claim no longer holds (nothing written).
+    /// Ends the claimed `round`; `false` when the claim no longer holds or ran out (nothing
+    /// written: a task whose worker's claim ran out is already reported `failed`).
     fn finish<'a>(
         &'a self,
         id: HandleId,

@@ -1,0 +1,225 @@
+//! The task engine through the real service, in process: a task created by one request is run
+//! by a worker and read by another; a worker that stops is reported `failed`, never `working`
+//! forever; a second delivery of the same round runs nothing; a task belongs to its caller.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use mcp_lambda::handles::HandleId;
+use mcp_lambda::tasks::{Dispatch, MemoryTaskStore, TaskPolicy, TaskSettings, Tasks};
+use mcp_lambda::{App, McpService};
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    },
+    service::RequestContext,
+};
+use serde_json::{Value, json};
+use support::fixture;
+
+/// `work` sleeps `ms` and counts how often it ran.
+#[derive(Clone)]
+struct Worker {
+    runs: Arc<AtomicUsize>,
+}
+
+impl ServerHandler for Worker {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("worker", "1.0.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let schema = json!({"type": "object", "properties": {"ms": {"type": "integer"}}});
+        Ok(ListToolsResult::with_all_items(vec![Tool::new(
+            "work",
+            "Works for a while.",
+            schema.as_object().unwrap().clone(),
+        )]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        let ms = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("ms"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        Ok(CallToolResult::success(vec![ContentBlock::text(format!("worked {ms} ms"))]).into())
+    }
+}
+
+struct Setup {
+    service: McpService<Worker>,
+    tasks: Arc<Tasks>,
+    runs: Arc<AtomicUsize>,
+}
+
+fn setup(settings: TaskSettings) -> Setup {
+    let tasks = Tasks::new(Arc::new(MemoryTaskStore::new()), Dispatch::Local, settings);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let worker = Worker { runs: runs.clone() };
+    let service = App::new(fixture::config(&[]))
+        .tasks(tasks.clone(), |_tool: &str| TaskPolicy::Optional)
+        .server(move || worker.clone())
+        .service();
+    Setup {
+        service,
+        tasks,
+        runs,
+    }
+}
+
+fn settings(lease_ms: u64) -> TaskSettings {
+    let mut settings = TaskSettings::default();
+    settings.lease = Duration::from_millis(lease_ms);
+    settings.poll_interval = Duration::from_millis(100);
+    settings
+}
+
+/// A `tools/call` of `work` from a client that declared the tasks extension.
+async fn create(service: &McpService<Worker>, ms: u64) -> String {
+    let (mut headers, body) = fixture::modern(
+        json!(1),
+        "tools/call",
+        json!({"name": "work", "arguments": {"ms": ms}}),
+    );
+    let mut body: Value = serde_json::from_slice(&body).unwrap();
+    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    headers.retain(|(k, _)| k != "content-length");
+    let answer = fixture::post(service, (headers, serde_json::to_vec(&body).unwrap())).await;
+    let created = answer.json();
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    created["result"]["taskId"].as_str().unwrap().to_owned()
+}
+
+async fn get(service: &McpService<Worker>, id: &str) -> Value {
+    let (mut headers, body) = fixture::modern(json!(2), "tasks/get", json!({"taskId": id}));
+    let mut body: Value = serde_json::from_slice(&body).unwrap();
+    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    headers.push(("mcp-name".into(), id.into()));
+    fixture::post(service, (headers, serde_json::to_vec(&body).unwrap()))
+        .await
+        .json()
+}
+
+async fn until_terminal(service: &McpService<Worker>, id: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        let task = get(service, id).await;
+        let status = task["result"]["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if ["completed", "failed", "cancelled"].contains(&status.as_str()) {
+            return task["result"].clone();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "still {status}: {task}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_task_runs_once_and_its_result_is_read_back() {
+    let s = setup(settings(60_000));
+    let id = create(&s.service, 100).await;
+    let done = until_terminal(&s.service, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "worked 100 ms");
+    assert_eq!(s.runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_second_delivery_of_the_same_round_runs_nothing_and_loses_nothing() {
+    let s = setup(settings(60_000));
+    let id = create(&s.service, 300).await;
+    // The Lambda service may deliver an asynchronous invocation twice: the same round again,
+    // while the first runs and after it finished.
+    let handle: HandleId = id.parse().unwrap();
+    s.tasks.clone().run_round(handle, 0).await;
+    let done = until_terminal(&s.service, &id).await;
+    s.tasks.clone().run_round(handle, 0).await;
+    assert_eq!(s.runs.load(Ordering::SeqCst), 1, "the tool ran once");
+    assert_eq!(done["status"], "completed");
+    let again = get(&s.service, &id).await;
+    assert_eq!(
+        again["result"]["result"], done["result"],
+        "the result is kept"
+    );
+}
+
+#[tokio::test]
+async fn a_worker_that_stops_leaves_the_task_failed_never_working() {
+    // The claim lasts 300 ms; the tool needs 1.5 s (a Lambda worker past its deadline).
+    let s = setup(settings(300));
+    let id = create(&s.service, 1500).await;
+    let failed = until_terminal(&s.service, &id).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("stopped before it finished"),
+        "{failed}"
+    );
+    // The worker that comes back late changes nothing: failed stays failed.
+    tokio::time::sleep(Duration::from_millis(1800)).await;
+    let later = get(&s.service, &id).await;
+    assert_eq!(later["result"]["status"], "failed", "{later}");
+}
+
+#[tokio::test]
+async fn a_cancelled_task_stops_within_a_poll_interval() {
+    let s = setup(settings(60_000));
+    let id = create(&s.service, 5000).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (mut headers, body) = fixture::modern(json!(3), "tasks/cancel", json!({"taskId": id}));
+    let mut body: Value = serde_json::from_slice(&body).unwrap();
+    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    headers.push(("mcp-name".into(), id.clone()));
+    let ack = fixture::post(&s.service, (headers, serde_json::to_vec(&body).unwrap())).await;
+    assert_eq!(
+        ack.json()["result"],
+        json!({"resultType": "complete"}),
+        "{}",
+        ack.text
+    );
+    let started = Instant::now();
+    let done = until_terminal(&s.service, &id).await;
+    assert_eq!(done["status"], "cancelled", "{done}");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_task_id_is_invalid_params() {
+    let s = setup(settings(60_000));
+    for id in ["not-a-uuid", &HandleId::random().unwrap().to_string()] {
+        let task = get(&s.service, id).await;
+        assert_eq!(task["error"]["code"], -32602, "{task}");
+    }
+}
