@@ -195,6 +195,10 @@ impl App {
             tasks.set_runner(Arc::new(service.clone()));
         }
         Server {
+            local_tasks: self
+                .tasks
+                .as_ref()
+                .is_some_and(|(tasks, _)| tasks.runs_locally()),
             service,
             config,
             auth,
@@ -209,6 +213,8 @@ pub struct Server<H> {
     config: Config,
     auth: Option<Arc<Authenticator>>,
     shutdown: Shutdown,
+    /// Tasks run on this process's runtime (`Dispatch::Local`).
+    local_tasks: bool,
 }
 
 impl<H: ServerHandler> Server<H> {
@@ -245,6 +251,12 @@ impl<H: ServerHandler> Server<H> {
             );
         }
         match self.config.mode {
+            // A round dispatched on the accepting invocation's runtime freezes with it.
+            Mode::Lambda if self.local_tasks => Err(Error::Tasks(
+                "Dispatch::Local runs rounds on this process's runtime, which Lambda freezes \
+                 between invocations; the asynchronous hand-off to the Lambda service is not \
+                 implemented yet, so leave tasks off on Lambda",
+            )),
             Mode::Lambda => crate::serve::lambda::serve(self.service, &self.config.lambda).await,
             Mode::Local => {
                 crate::serve::local::serve(

@@ -27,4 +27,7 @@ pub enum Error {
     /// A handle store could not be opened.
     #[error(transparent)]
     Handles(#[from] crate::handles::OpenError),
+    /// Durable tasks were configured to run where they cannot (see the message).
+    #[error("durable tasks: {0}")]
+    Tasks(&'static str),
 }

@@ -150,6 +150,11 @@ impl Tasks {
         })
     }
 
+    /// Whether rounds run on this process's runtime.
+    pub(crate) fn runs_locally(&self) -> bool {
+        matches!(self.dispatch, Dispatch::Local)
+    }
+
     /// The store behind it.
     pub fn store(&self) -> &Arc<dyn TaskStore> {
         &self.store
