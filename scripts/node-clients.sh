@@ -140,13 +140,13 @@ judge() {
   ' "$(outfile "$name").json" "$(outfile "$name").err" "$rc")
   if [[ -z "$why" ]]; then pass "inspector: $name"; else fail "inspector: $name" "$why"; fi
 }
-five_tools='(r) => (r.tools ?? []).length === 5 ? "" : `expected 5 tools, got ${(r.tools ?? []).length}`'
+six_tools='(r) => (r.tools ?? []).length === 6 ? "" : `expected 6 tools, got ${(r.tools ?? []).length}`'
 
 inspect "tools/list --strict" --method tools/list --strict
-judge "tools/list --strict" $? "$five_tools"
+judge "tools/list --strict" $? "$six_tools"
 
 inspect "tools/list" --method tools/list
-judge "tools/list" $? "$five_tools"
+judge "tools/list" $? "$six_tools"
 
 inspect "tools/call create_basket" --method tools/call --tool-name create_basket
 judge "tools/call create_basket" $? \

@@ -12,6 +12,7 @@
 //! | request state and cursors | [`RequestStateKeys`] | `MCP_REQUEST_STATE_KEY[_SSM_PARAMETER]`, `MCP_REQUEST_STATE_KEY_PREVIOUS` |
 //! | handles | [`HandleSettings`] | `MCP_HANDLE_TTL_SECS`, `MCP_HANDLES_TABLE`, `MCP_AWS_*_TIMEOUT_MS` (also used for keys fetched from AWS) |
 //! | listen streams | [`ListenSettings`] | `MCP_LISTEN_POLL_MS`, `MCP_LISTEN_MAX_SECS` |
+//! | durable tasks | [`TaskSettings`] | `MCP_TASK_TTL_SECS`, `MCP_TASK_POLL_MS`, `MCP_TASK_LEASE_SECS` |
 //! | auth | [`AuthSettings`] | `MCP_AUTH_*` |
 //! | logs | [`LogSettings`] | `MCP_LOG` |
 //!
@@ -38,6 +39,7 @@ use crate::{
     logging::LogSettings,
     request_state::RequestStateKeys,
     serve::{LambdaSettings, LocalSettings},
+    tasks::TaskSettings,
 };
 
 /// Everything the server needs to know, read once at start-up.
@@ -62,6 +64,8 @@ pub struct Config {
     pub handles: HandleSettings,
     /// `subscriptions/listen` streams and the change feed.
     pub listen: ListenSettings,
+    /// Durable tasks.
+    pub tasks: TaskSettings,
     /// OAuth resource-server settings (`MCP_AUTH_*`); `None` = auth off.
     pub auth: Option<AuthSettings>,
     /// Logs.
@@ -147,6 +151,7 @@ impl Config {
             request_state_keys: RequestStateKeys::from_env(env)?,
             handles: HandleSettings::from_env(env)?,
             listen: ListenSettings::from_env(env)?,
+            tasks: TaskSettings::from_env(env)?,
             auth: AuthSettings::from_env(env)?,
             log: LogSettings::from_env(env)?,
         })

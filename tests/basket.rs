@@ -263,7 +263,7 @@ async fn fifty_concurrent_adds_to_one_basket_all_land() {
 }
 
 #[tokio::test]
-async fn tools_list_names_the_five_tools_and_the_expiry_policy() {
+async fn tools_list_names_the_six_tools_and_the_expiry_policy() {
     let server = Server::start(&[]).await;
     let response = server.rpc("tools/list", None, json!({})).await;
     let tools = response["result"]["tools"].as_array().unwrap();
@@ -274,6 +274,7 @@ async fn tools_list_names_the_five_tools_and_the_expiry_policy() {
             "add_item",
             "checkout",
             "create_basket",
+            "place_order",
             "remove_item",
             "view_basket"
         ]

@@ -1520,3 +1520,81 @@ async fn a_task_write_whose_answer_is_lost_recognises_itself_on_retry() {
         Ok(false)
     );
 }
+
+// --- durable tasks on the shared table ---------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_task_created_on_one_process_is_finished_and_read_from_another() {
+    let Some(endpoint) = endpoint("the cross-process task test") else {
+        return;
+    };
+    support::dynamodb::store(&endpoint).await;
+    let mut env = basket_env(&endpoint, TABLE);
+    env.push(("MCP_TASK_POLL_MS".into(), "200".into()));
+    let vars = env_refs(&env);
+    let (a, b) = tokio::join!(Server::start(&vars), Server::start(&vars));
+    let basket = a.ok("create_basket", json!({})).await;
+    let id = basket["basket_id"].clone();
+    a.ok(
+        "add_item",
+        json!({"basket_id": id, "sku": "TEA", "quantity": 3}),
+    )
+    .await;
+
+    let tasks = json!({"io.modelcontextprotocol/clientCapabilities":
+        {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let mut meta = tasks.clone();
+    meta["progressToken"] = json!("order-1");
+    let created = a
+        .rpc(
+            "tools/call",
+            Some("place_order"),
+            json!({"name": "place_order", "arguments": {"basket_id": id}, "_meta": meta}),
+        )
+        .await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
+
+    // Read from the other process: working (with the worker's progress), then completed.
+    let started = Instant::now();
+    let mut messages = Vec::new();
+    let done = loop {
+        let task = b
+            .rpc(
+                "tasks/get",
+                Some(&task_id),
+                json!({"taskId": task_id, "_meta": tasks}),
+            )
+            .await;
+        let result = task["result"].clone();
+        if let Some(message) = result["statusMessage"].as_str() {
+            messages.push(message.to_owned());
+        }
+        if result["status"] != "working" {
+            break result;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "{task}");
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    };
+    assert_eq!(done["status"], "completed", "{done}");
+    let summary = &done["result"]["structuredContent"];
+    assert_eq!(summary["status"], "checked_out", "{done}");
+    assert_eq!(summary["total_quantity"], 3);
+    assert!(
+        messages.iter().any(|m| m.contains("of 3")),
+        "the worker's progress reached the task: {messages:?}"
+    );
+    // The basket is gone for both processes: the order ran once.
+    let gone = b.tool_error("view_basket", json!({"basket_id": id})).await;
+    assert!(gone.contains("create"), "{gone}");
+    // Another caller's view of the task: with auth off every caller is the same owner, so the
+    // owner binding is proven by tests/tasks.rs; an unknown id is -32602 here too.
+    let unknown = b
+        .rpc(
+            "tasks/get",
+            Some("00000000-0000-4000-8000-000000000000"),
+            json!({"taskId": "00000000-0000-4000-8000-000000000000", "_meta": tasks}),
+        )
+        .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+}

@@ -52,8 +52,17 @@ pub enum Dispatch {
     Local,
 }
 
-/// Task settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Task settings (`MCP_TASK_*`).
+///
+/// | variable | default | meaning |
+/// |---|---|---|
+/// | `MCP_TASK_TTL_SECS` | `3600` | how long a task lives after creation (60–604800) |
+/// | `MCP_TASK_POLL_MS` | `1000` | the poll interval clients are told, and how often a worker looks for a cancel (100–60000) |
+/// | `MCP_TASK_LEASE_SECS` | `900` | how long a local worker's claim on a round holds (1–86400); a round still working after it shows as `failed` |
+///
+/// The store follows the handle store: `MCP_HANDLES_TABLE` set → DynamoDB on that table,
+/// otherwise in memory ([`TaskSettings::open`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TaskSettings {
     /// How long a task lives after creation.
@@ -72,6 +81,68 @@ impl Default for TaskSettings {
             poll_interval: Duration::from_millis(1000),
             lease: Duration::from_secs(900),
         }
+    }
+}
+
+impl TaskSettings {
+    /// Reads `MCP_TASK_TTL_SECS`, `MCP_TASK_POLL_MS` and `MCP_TASK_LEASE_SECS`.
+    pub(crate) fn from_env(env: &crate::env::Env<'_>) -> Result<Self, crate::env::ConfigError> {
+        Ok(Self {
+            ttl: env.secs(
+                "MCP_TASK_TTL_SECS",
+                3600,
+                60..=604_800,
+                "whole seconds between 60 and 604800, e.g. 3600",
+            )?,
+            poll_interval: Duration::from_millis(env.number(
+                "MCP_TASK_POLL_MS",
+                1000,
+                100..=60_000,
+                "whole milliseconds between 100 and 60000, e.g. 1000",
+            )?),
+            lease: env.secs(
+                "MCP_TASK_LEASE_SECS",
+                900,
+                1..=86_400,
+                "whole seconds between 1 and 86400, e.g. 900",
+            )?,
+        })
+    }
+
+    /// The task engine for this deployment, its rounds run on this process's runtime: the
+    /// store is DynamoDB on `MCP_HANDLES_TABLE` when it is set (sharing the handle store's
+    /// connection), otherwise in memory.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = mcp_lambda::Config::load().await?;
+    /// let tasks = config.tasks.open(&config.handles).await?;
+    /// # let _ = tasks; Ok(())
+    /// # }
+    /// ```
+    pub async fn open(
+        &self,
+        handles: &crate::handles::HandleSettings,
+    ) -> Result<Arc<Tasks>, crate::handles::OpenError> {
+        let store: Arc<dyn TaskStore> = match &handles.table {
+            #[cfg(feature = "dynamodb")]
+            Some(table) => {
+                let sdk = crate::aws::shared_config(&handles.timeouts).await;
+                Arc::new(super::DynamoDbTaskStore::new(
+                    aws_sdk_dynamodb::Client::new(&sdk),
+                    table.clone(),
+                ))
+            }
+            #[cfg(not(feature = "dynamodb"))]
+            Some(table) => {
+                return Err(crate::handles::OpenError::Table {
+                    table: table.clone(),
+                    reason: "this build lacks the `dynamodb` feature".into(),
+                });
+            }
+            None => Arc::new(super::MemoryTaskStore::new()),
+        };
+        Ok(Tasks::new(store, Dispatch::Local, self.clone()))
     }
 }
 
@@ -406,7 +477,7 @@ mod tests {
     #[test]
     fn timestamps_are_iso_8601_utc() {
         assert_eq!(iso(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(iso(1_796_000_000_123), "2026-11-29T00:53:20.123Z");
+        assert_eq!(iso(1_796_000_000_123), "2026-11-30T00:53:20.123Z");
         assert_eq!(iso(951_782_400_000), "2000-02-29T00:00:00.000Z");
     }
 }

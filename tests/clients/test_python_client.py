@@ -9,7 +9,7 @@ from mcp.client.client import Client
 
 pytestmark = pytest.mark.anyio
 
-BASKET_TOOLS = {"create_basket", "add_item", "remove_item", "view_basket", "checkout"}
+BASKET_TOOLS = {"create_basket", "add_item", "remove_item", "view_basket", "checkout", "place_order"}
 
 
 def structured(result):

@@ -160,10 +160,17 @@ impl Server {
         name: Option<&str>,
         mut params: Value,
     ) -> (http::StatusCode, http::HeaderMap, Value) {
-        params["_meta"] = json!({
+        // `_meta` the caller gave (capabilities, a progress token) is kept; the rest is filled in.
+        let mut meta = json!({
             "io.modelcontextprotocol/protocolVersion": VERSION,
             "io.modelcontextprotocol/clientCapabilities": {},
         });
+        if let Some(given) = params.get("_meta").and_then(Value::as_object) {
+            for (key, value) in given {
+                meta[key] = value.clone();
+            }
+        }
+        params["_meta"] = meta;
         let body = json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": params });
         let mut request = http::Request::post(format!("http://{}/mcp", self.addr))
             .header("Content-Type", "application/json")

@@ -16,8 +16,10 @@
 //!                 "io.modelcontextprotocol/clientCapabilities":{}}}}'
 //! ```
 //!
-//! The tools: `create_basket` returns a `basket_id`; `add_item`, `remove_item`, `view_basket`
-//! and `checkout` take it. A basket belongs to the caller's principal and expires after the TTL
+//! The tools: `create_basket` returns a `basket_id`; `add_item`, `remove_item`, `view_basket`,
+//! `checkout` and `place_order` take it. `place_order` takes a few seconds and reports progress;
+//! run locally, a client that declares the tasks extension gets it as a durable task
+//! (`MCP_TASK_*`; in DynamoDB with `MCP_HANDLES_TABLE`) to poll with `tasks/get`. A basket belongs to the caller's principal and expires after the TTL
 //! of inactivity; an expired or unknown `basket_id` gets a tool error telling the caller to
 //! create a new basket.
 //!
@@ -53,11 +55,18 @@ async fn main() -> anyhow::Result<()> {
     // Changes to a basket reach its owner's `subscriptions/listen` streams on every instance.
     let changes = config.listen.open(&config.handles, handles.clone()).await?;
     let basket = Basket::new(handles, config.handles.ttl).with_changes(changes.clone());
-    mcp_lambda::App::new(config)
+    // Tasks run on this process's runtime: locally only, until the hand-off to the Lambda
+    // service exists (issue 12); on Lambda place_order answers in the request.
+    let tasks = match config.mode {
+        mcp_lambda::config::Mode::Local => Some(config.tasks.open(&config.handles).await?),
+        mcp_lambda::config::Mode::Lambda => None,
+    };
+    let mut app = mcp_lambda::App::new(config)
         .changes(&changes)
-        .watch_resources(tools::watch)
-        .server(move || basket.clone())
-        .run()
-        .await?;
+        .watch_resources(tools::watch);
+    if let Some(tasks) = tasks {
+        app = app.tasks(tasks, tools::task_policy);
+    }
+    app.server(move || basket.clone()).run().await?;
     Ok(())
 }

@@ -46,6 +46,17 @@ const KIND: &str = "basket";
 /// The owner of every basket when the request carries no principal (auth off).
 const ANONYMOUS_OWNER: &str = "anonymous";
 
+/// How long each step of `place_order` takes: long enough to show a task, short for tests.
+const ORDER_STEP: Duration = Duration::from_secs(1);
+
+/// How each tool may run: `place_order` as a task when the client allows one.
+pub(crate) fn task_policy(tool: &str) -> mcp_lambda::tasks::TaskPolicy {
+    match tool {
+        "place_order" => mcp_lambda::tasks::TaskPolicy::Optional,
+        _ => mcp_lambda::tasks::TaskPolicy::Never,
+    }
+}
+
 /// Most units of one SKU in a basket (so also the most one `add_item` call can add).
 const MAX_QUANTITY: u32 = 1000;
 
@@ -465,6 +476,41 @@ impl Basket {
             .map_err(|e| self.explain(e))?;
         let contents = Contents::of(&handle, self.ttl)?;
         Ok(Json(self.view(&handle, &contents)))
+    }
+
+    #[tool(
+        description = "Place the order for a basket: takes a few seconds (payment, stock, \
+            confirmation) and reports progress, then closes the basket like checkout and returns \
+            the same summary. Clients that support the tasks extension get a task to poll \
+            instead of waiting.",
+        annotations(
+            title = "Place order",
+            read_only_hint = false,
+            destructive_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn place_order(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<BasketRef>,
+    ) -> Result<Json<CheckoutSummary>, ToolError> {
+        let token = ctx.meta.get_progress_token();
+        let steps = ["taking payment", "reserving stock", "confirming"];
+        for (n, step) in steps.iter().enumerate() {
+            if let Some(token) = &token {
+                let _ = ctx
+                    .peer
+                    .notify_progress(
+                        rmcp::model::ProgressNotificationParam::new(token.clone(), n as f64)
+                            .with_total(steps.len() as f64)
+                            .with_message(format!("{step} ({} of {})", n + 1, steps.len())),
+                    )
+                    .await;
+            }
+            tokio::time::sleep(ORDER_STEP).await;
+        }
+        self.checkout(ctx, Parameters(args)).await
     }
 
     #[tool(

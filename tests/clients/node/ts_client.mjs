@@ -69,9 +69,9 @@ await check('ts: connects in modern mode (2026-07-28)', async () => {
   return `${era} ${version}`;
 });
 
-await check('ts: tools/list lists the five basket tools', async () => {
+await check('ts: tools/list lists the six basket tools', async () => {
   const names = (await client.listTools()).tools.map((t) => t.name).sort();
-  const want = ['add_item', 'checkout', 'create_basket', 'remove_item', 'view_basket'];
+  const want = ['add_item', 'checkout', 'create_basket', 'place_order', 'remove_item', 'view_basket'];
   expect(same(names, want), `got ${names.join(',')}`);
   return names.join(',');
 });
