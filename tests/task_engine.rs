@@ -1,6 +1,7 @@
 //! The task engine through the real service, in process: a task created by one request is run
 //! by a worker and read by another; a worker that stops is reported `failed`, never `working`
 //! forever; a second delivery of the same round runs nothing; a task belongs to its caller.
+//! Every case runs on the in-memory store and on DynamoDB Local.
 
 mod support;
 
@@ -9,7 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_lambda::handles::HandleId;
-use mcp_lambda::tasks::{Dispatch, MemoryTaskStore, TaskPolicy, TaskSettings, Tasks};
+use mcp_lambda::tasks::{
+    Dispatch, DynamoDbTaskStore, MemoryTaskStore, TaskPolicy, TaskSettings, TaskStore, Tasks,
+};
 use mcp_lambda::{App, McpService};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
@@ -53,6 +56,35 @@ impl ServerHandler for Worker {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.runs.fetch_add(1, Ordering::SeqCst);
+        if request.name == "ask" {
+            // Round 0 asks; round 1 answers with what the client said.
+            let answer = request
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get("name"))
+                .map(|a| a["content"]["name"].clone());
+            return Ok(match answer {
+                Some(name) => {
+                    CallToolResult::success(vec![ContentBlock::text(format!("Hello, {name}"))])
+                        .into()
+                }
+                None => rmcp::model::InputRequiredResult::from_input_requests(
+                    [(
+                        "name".to_owned(),
+                        serde_json::from_value(json!({
+                            "method": "elicitation/create",
+                            "params": {"mode": "form", "message": "Your name?",
+                                "requestedSchema": {"type": "object",
+                                    "properties": {"name": {"type": "string"}}}},
+                        }))
+                        .unwrap(),
+                    )]
+                    .into_iter()
+                    .collect(),
+                )
+                .into(),
+            });
+        }
         let ms = request
             .arguments
             .as_ref()
@@ -70,8 +102,8 @@ struct Setup {
     runs: Arc<AtomicUsize>,
 }
 
-fn setup(settings: TaskSettings) -> Setup {
-    let tasks = Tasks::new(Arc::new(MemoryTaskStore::new()), Dispatch::Local, settings);
+fn setup(settings: TaskSettings, store: Arc<dyn TaskStore>) -> Setup {
+    let tasks = Tasks::new(store, Dispatch::Local, settings);
     let runs = Arc::new(AtomicUsize::new(0));
     let worker = Worker { runs: runs.clone() };
     let service = App::new(fixture::config(&[]))
@@ -94,14 +126,15 @@ fn settings(lease_ms: u64) -> TaskSettings {
 
 /// A `tools/call` of `work` from a client that declared the tasks extension.
 async fn create(service: &McpService<Worker>, ms: u64) -> String {
-    let (mut headers, body) = fixture::modern(
-        json!(1),
-        "tools/call",
-        json!({"name": "work", "arguments": {"ms": ms}}),
-    );
+    call_as_task(service, json!({"name": "work", "arguments": {"ms": ms}})).await
+}
+
+/// A `tools/call` from a client that declared the tasks extension (and elicitation).
+async fn call_as_task(service: &McpService<Worker>, params: Value) -> String {
+    let (mut headers, body) = fixture::modern(json!(1), "tools/call", params);
     let mut body: Value = serde_json::from_slice(&body).unwrap();
     body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
-        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+        json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
     headers.retain(|(k, _)| k != "content-length");
     let answer = fixture::post(service, (headers, serde_json::to_vec(&body).unwrap())).await;
     let created = answer.json();
@@ -139,9 +172,8 @@ async fn until_terminal(service: &McpService<Worker>, id: &str) -> Value {
     }
 }
 
-#[tokio::test]
-async fn a_task_runs_once_and_its_result_is_read_back() {
-    let s = setup(settings(60_000));
+async fn a_task_runs_once_and_its_result_is_read_back(store: Arc<dyn TaskStore>) {
+    let s = setup(settings(60_000), store);
     let id = create(&s.service, 100).await;
     let done = until_terminal(&s.service, &id).await;
     assert_eq!(done["status"], "completed", "{done}");
@@ -149,9 +181,10 @@ async fn a_task_runs_once_and_its_result_is_read_back() {
     assert_eq!(s.runs.load(Ordering::SeqCst), 1);
 }
 
-#[tokio::test]
-async fn a_second_delivery_of_the_same_round_runs_nothing_and_loses_nothing() {
-    let s = setup(settings(60_000));
+async fn a_second_delivery_of_the_same_round_runs_nothing_and_loses_nothing(
+    store: Arc<dyn TaskStore>,
+) {
+    let s = setup(settings(60_000), store);
     let id = create(&s.service, 300).await;
     // The Lambda service may deliver an asynchronous invocation twice: the same round again,
     // while the first runs and after it finished.
@@ -168,10 +201,9 @@ async fn a_second_delivery_of_the_same_round_runs_nothing_and_loses_nothing() {
     );
 }
 
-#[tokio::test]
-async fn a_worker_that_stops_leaves_the_task_failed_never_working() {
+async fn a_worker_that_stops_leaves_the_task_failed_never_working(store: Arc<dyn TaskStore>) {
     // The claim lasts 300 ms; the tool needs 1.5 s (a Lambda worker past its deadline).
-    let s = setup(settings(300));
+    let s = setup(settings(300), store);
     let id = create(&s.service, 1500).await;
     let failed = until_terminal(&s.service, &id).await;
     assert_eq!(failed["status"], "failed", "{failed}");
@@ -188,9 +220,8 @@ async fn a_worker_that_stops_leaves_the_task_failed_never_working() {
     assert_eq!(later["result"]["status"], "failed", "{later}");
 }
 
-#[tokio::test]
-async fn a_cancelled_task_stops_within_a_poll_interval() {
-    let s = setup(settings(60_000));
+async fn a_cancelled_task_stops_within_a_poll_interval(store: Arc<dyn TaskStore>) {
+    let s = setup(settings(60_000), store);
     let id = create(&s.service, 5000).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let (mut headers, body) = fixture::modern(json!(3), "tasks/cancel", json!({"taskId": id}));
@@ -215,11 +246,95 @@ async fn a_cancelled_task_stops_within_a_poll_interval() {
     );
 }
 
-#[tokio::test]
-async fn an_unknown_task_id_is_invalid_params() {
-    let s = setup(settings(60_000));
+async fn an_unknown_task_id_is_invalid_params(store: Arc<dyn TaskStore>) {
+    let s = setup(settings(60_000), store);
     for id in ["not-a-uuid", &HandleId::random().unwrap().to_string()] {
         let task = get(&s.service, id).await;
         assert_eq!(task["error"]["code"], -32602, "{task}");
     }
 }
+
+async fn an_input_round_is_answered_through_tasks_update(store: Arc<dyn TaskStore>) {
+    let s = setup(settings(60_000), store);
+    let id = call_as_task(&s.service, json!({"name": "ask", "arguments": {}})).await;
+    let started = Instant::now();
+    let waiting = loop {
+        let task = get(&s.service, &id).await["result"].clone();
+        if task["status"] == "input_required" {
+            break task;
+        }
+        assert_eq!(task["status"], "working", "{task}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        waiting["inputRequests"]["name"]["method"], "elicitation/create",
+        "{waiting}"
+    );
+    let (mut headers, body) = fixture::modern(
+        json!(4),
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {
+            "name": {"action": "accept", "content": {"name": "Ada"}},
+            "never-asked": {"action": "accept", "content": {}},
+        }}),
+    );
+    let mut body: Value = serde_json::from_slice(&body).unwrap();
+    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    headers.push(("mcp-name".into(), id.clone()));
+    let ack = fixture::post(&s.service, (headers, serde_json::to_vec(&body).unwrap())).await;
+    assert_eq!(
+        ack.json()["result"],
+        json!({"resultType": "complete"}),
+        "{}",
+        ack.text
+    );
+    let done = until_terminal(&s.service, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "Hello, \"Ada\"");
+    assert_eq!(s.runs.load(Ordering::SeqCst), 2, "two rounds");
+}
+
+/// The DynamoDB task store on the test table, or `None` (loudly) outside the DynamoDB script.
+async fn dynamodb_store() -> Option<Arc<dyn TaskStore>> {
+    let endpoint = support::dynamodb::endpoint("the task engine on DynamoDB")?;
+    support::dynamodb::store(&endpoint).await;
+    let client = support::dynamodb::client(&endpoint, &support::dynamodb::timeouts()).await;
+    Some(Arc::new(DynamoDbTaskStore::new(
+        client,
+        support::dynamodb::TABLE,
+    )))
+}
+
+macro_rules! on_both_stores {
+    ($($case:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    super::$case(std::sync::Arc::new(super::MemoryTaskStore::new())).await;
+                }
+            )*
+        }
+        mod dynamodb {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    if let Some(store) = super::dynamodb_store().await {
+                        super::$case(store).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+on_both_stores!(
+    a_task_runs_once_and_its_result_is_read_back,
+    a_second_delivery_of_the_same_round_runs_nothing_and_loses_nothing,
+    a_worker_that_stops_leaves_the_task_failed_never_working,
+    a_cancelled_task_stops_within_a_poll_interval,
+    an_unknown_task_id_is_invalid_params,
+    an_input_round_is_answered_through_tasks_update,
+);
