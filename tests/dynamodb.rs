@@ -1237,10 +1237,12 @@ async fn a_listener_costs_one_dynamodb_request_per_poll_whatever_it_watches() {
         requests.iter().all(|r| r == "BatchGetItem"),
         "only polls while idle: {requests:?}"
     );
+    // At most one request per poll interval (the claim), and it does poll; a loaded machine
+    // may delay ticks (fewer polls), never add requests.
     let polls = elapsed.as_secs_f64() / poll.as_secs_f64();
     let n = requests.len() as f64;
     assert!(
-        (polls - 2.0..=polls + 1.0).contains(&n),
+        n >= 2.0 && n <= polls + 1.0,
         "{n} requests in {elapsed:?} at one poll per {poll:?}"
     );
     // The figure the README's cost table quotes, per minute at the default 1 s poll.

@@ -42,9 +42,16 @@ pub fn endpoint(test: &str) -> Option<String> {
     None
 }
 
-/// Timeouts for tests: short enough that a fault test finishes quickly.
+/// Timeouts for the ordinary clients of tests: generous, because DynamoDB Local (a JVM) on a
+/// loaded 2-core machine can take seconds to answer, and a read timeout there makes the SDK
+/// send the request again, which a request-counting test would see. Fault tests set their own
+/// short timeouts.
 pub fn timeouts() -> AwsTimeouts {
-    AwsTimeouts::default()
+    AwsTimeouts {
+        connect: std::time::Duration::from_secs(2),
+        read: std::time::Duration::from_secs(10),
+        operation: std::time::Duration::from_secs(30),
+    }
 }
 
 /// A DynamoDB client on `endpoint` with dummy credentials (DynamoDB Local accepts any).
@@ -75,6 +82,9 @@ pub fn basket_env(endpoint: &str, table: &str) -> Vec<(String, String)> {
         ("AWS_REGION", "us-east-1"),
         ("AWS_ACCESS_KEY_ID", "local"),
         ("AWS_SECRET_ACCESS_KEY", "local"),
+        // As `timeouts()`; a fault test pushes its own after these, and the later one wins.
+        ("MCP_AWS_READ_TIMEOUT_MS", "10000"),
+        ("MCP_AWS_OPERATION_TIMEOUT_MS", "30000"),
     ]
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
