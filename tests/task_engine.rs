@@ -142,13 +142,24 @@ async fn call_as_task(service: &McpService<Worker>, params: Value) -> String {
     created["result"]["taskId"].as_str().unwrap().to_owned()
 }
 
-async fn get(service: &McpService<Worker>, id: &str) -> Value {
-    let (mut headers, body) = fixture::modern(json!(2), "tasks/get", json!({"taskId": id}));
+/// A `tasks/*` request about task `id`, from a client that declared the extension.
+async fn task_request(
+    service: &McpService<Worker>,
+    method: &str,
+    id: &str,
+    mut params: Value,
+) -> fixture::Answer {
+    params["taskId"] = json!(id);
+    let (mut headers, body) = fixture::modern(json!(2), method, params);
     let mut body: Value = serde_json::from_slice(&body).unwrap();
     body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
         json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
     headers.push(("mcp-name".into(), id.into()));
-    fixture::post(service, (headers, serde_json::to_vec(&body).unwrap()))
+    fixture::post(service, (headers, serde_json::to_vec(&body).unwrap())).await
+}
+
+async fn get(service: &McpService<Worker>, id: &str) -> Value {
+    task_request(service, "tasks/get", id, json!({}))
         .await
         .json()
 }
@@ -224,12 +235,7 @@ async fn a_cancelled_task_stops_within_a_poll_interval(store: Arc<dyn TaskStore>
     let s = setup(settings(60_000), store);
     let id = create(&s.service, 5000).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let (mut headers, body) = fixture::modern(json!(3), "tasks/cancel", json!({"taskId": id}));
-    let mut body: Value = serde_json::from_slice(&body).unwrap();
-    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
-        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
-    headers.push(("mcp-name".into(), id.clone()));
-    let ack = fixture::post(&s.service, (headers, serde_json::to_vec(&body).unwrap())).await;
+    let ack = task_request(&s.service, "tasks/cancel", &id, json!({})).await;
     assert_eq!(
         ack.json()["result"],
         json!({"resultType": "complete"}),
@@ -271,19 +277,11 @@ async fn an_input_round_is_answered_through_tasks_update(store: Arc<dyn TaskStor
         waiting["inputRequests"]["name"]["method"], "elicitation/create",
         "{waiting}"
     );
-    let (mut headers, body) = fixture::modern(
-        json!(4),
-        "tasks/update",
-        json!({"taskId": id, "inputResponses": {
-            "name": {"action": "accept", "content": {"name": "Ada"}},
-            "never-asked": {"action": "accept", "content": {}},
-        }}),
-    );
-    let mut body: Value = serde_json::from_slice(&body).unwrap();
-    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
-        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
-    headers.push(("mcp-name".into(), id.clone()));
-    let ack = fixture::post(&s.service, (headers, serde_json::to_vec(&body).unwrap())).await;
+    let answers = json!({"inputResponses": {
+        "name": {"action": "accept", "content": {"name": "Ada"}},
+        "never-asked": {"action": "accept", "content": {}},
+    }});
+    let ack = task_request(&s.service, "tasks/update", &id, answers).await;
     assert_eq!(
         ack.json()["result"],
         json!({"resultType": "complete"}),
