@@ -58,6 +58,9 @@ use hyper_util::{
 use serde_json::{Value, json};
 use support::basket;
 
+/// How many tools the basket lists (`tools/list`).
+const BASKET_TOOLS: usize = 6;
+
 const VERSION: &str = "2026-07-28";
 const SKUS: &[&str] = &["TEA-001", "MUG", "cake_2", "SPOON-9", "jam"];
 
@@ -622,10 +625,13 @@ async fn client_loop(
             75..=84 => {
                 let body = json!({"jsonrpc": "2.0", "id": pick % 1000, "method": "tools/list", "params": {"_meta": meta()}});
                 let want = Want::Result(Box::new(|r| {
-                    if r["tools"].as_array().is_some_and(|t| t.len() == 5) {
+                    if r["tools"]
+                        .as_array()
+                        .is_some_and(|t| t.len() == BASKET_TOOLS)
+                    {
                         Ok(())
                     } else {
-                        Err("5 tools".into())
+                        Err(format!("{BASKET_TOOLS} tools"))
                     }
                 }));
                 load.send("tools/list", None, body.to_string(), &[], want)
