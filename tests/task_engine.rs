@@ -338,3 +338,51 @@ on_both_stores!(
     an_unknown_task_id_is_invalid_params,
     an_input_round_is_answered_through_tasks_update,
 );
+
+/// The worker route (`POST <MCP_PATH>` with `x-mcp-task-round`, what a self-invocation on Lambda
+/// sends): a missing, malformed, forged or expired token is refused 403 and runs nothing, whatever
+/// task the body names.
+#[tokio::test]
+async fn a_task_round_without_a_good_token_is_refused_and_runs_nothing() {
+    let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
+    let s = setup(settings(60_000), store.clone());
+    let id = HandleId::random().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let record = mcp_lambda::tasks::TaskRecord::new(
+        id,
+        "someone",
+        json!({"params": {"name": "work", "arguments": {"ms": 0}}, "caller": null}),
+        now,
+        3_600_000,
+        1000,
+    );
+    store.create(&record).await.unwrap();
+    let body = serde_json::to_vec(&json!({"taskId": id.to_string(), "round": 0})).unwrap();
+    let forged_tag = "0".repeat(64);
+    let tokens = [
+        String::new(),
+        "not-a-token".to_owned(),
+        format!("{}.{forged_tag}", now + 60_000),
+        format!("{}.{forged_tag}", now - 1),
+        format!("{}.{forged_tag}", now + 86_400_000),
+    ];
+    for token in tokens {
+        let headers = vec![
+            ("content-type".to_owned(), "application/json".to_owned()),
+            ("x-mcp-task-round".to_owned(), token.clone()),
+        ];
+        let answer = fixture::send(&s.service, "POST", "/mcp", &headers, body.clone()).await;
+        assert_eq!(answer.status, 403, "{token:?}: {}", answer.text);
+    }
+    // Without the header at all it is an ordinary MCP request: no round runs either.
+    let plain = vec![("content-type".to_owned(), "application/json".to_owned())];
+    let answer = fixture::send(&s.service, "POST", "/mcp", &plain, body).await;
+    assert_ne!(answer.status, 200, "{}", answer.text);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(s.runs.load(Ordering::SeqCst), 0, "nothing ran");
+    let after = store.get("someone", id).await.unwrap();
+    assert!(after.claimed.is_none(), "the round was never claimed");
+}
