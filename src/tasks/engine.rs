@@ -588,8 +588,28 @@ fn round_end(output: RoundOutput) -> RoundEnd {
 }
 
 /// The task as a client sees it now: a cancel asked for while it waits for input shows as
-/// `cancelled`; a round whose worker's claim ran out shows as `failed`.
+/// `cancelled`; a round whose worker's claim ran out shows as `failed`, and so does a round
+/// handed out that no worker claimed while its round token was good (an asynchronous invocation
+/// the Lambda service dropped): no worker can claim it any more.
 fn visible(record: &TaskRecord, now: u64) -> (TaskStatus, Option<Value>) {
+    let ready = match record.state {
+        TaskState::Working => true,
+        TaskState::InputRequired => record.pending.is_empty() && !record.cancel_requested,
+        _ => false,
+    };
+    let unclaimed = record.claimed.is_none_or(|(round, _)| round < record.round);
+    if ready
+        && unclaimed
+        && now > record.updated_at_ms + super::round_token::TOKEN_LIFETIME_MS + 60_000
+    {
+        return (
+            TaskStatus::Failed,
+            Some(json!({
+                "code": -32603,
+                "message": "no worker picked this task up in time",
+            })),
+        );
+    }
     match record.state {
         TaskState::InputRequired if record.cancel_requested => (TaskStatus::Cancelled, None),
         TaskState::Working if record.claimed.is_some_and(|(_, until)| until < now) => (
@@ -668,6 +688,24 @@ fn detailed(record: &TaskRecord, now: u64) -> DetailedTask {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_round_no_worker_claimed_before_its_token_expired_reads_failed() {
+        let record = TaskRecord::new(
+            HandleId::random().unwrap(),
+            "o",
+            json!({}),
+            1000,
+            3_600_000,
+            1000,
+        );
+        let soon = 1000 + super::super::round_token::TOKEN_LIFETIME_MS;
+        assert_eq!(visible(&record, soon).0, TaskStatus::Working);
+        assert_eq!(visible(&record, soon + 60_001).0, TaskStatus::Failed);
+        let mut claimed = record.clone();
+        claimed.claimed = Some((0, u64::MAX));
+        assert_eq!(visible(&claimed, soon + 60_001).0, TaskStatus::Working);
+    }
 
     #[test]
     fn timestamps_are_iso_8601_utc() {
