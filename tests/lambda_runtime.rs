@@ -804,6 +804,27 @@ fn task_client_event(id: u64, method: &str, mut params: Value) -> String {
 /// the accepting invocation answers at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_task_round_runs_in_an_asynchronous_invocation_of_the_same_function() {
+    task_round_hand_off(false).await;
+}
+
+/// The same with Lambda response streaming: the worker's event decodes like any request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_task_round_runs_in_an_asynchronous_invocation_when_streaming() {
+    task_round_hand_off(true).await;
+}
+
+/// An answer's status and body, buffered or streamed.
+fn answer_of(invocation: &Invocation) -> (u16, String) {
+    if invocation.streamed() {
+        let (status, _, body) = invocation.streaming();
+        (status, String::from_utf8(body).unwrap())
+    } else {
+        let (status, _, body) = invocation.buffered();
+        (status, body)
+    }
+}
+
+async fn task_round_hand_off(streaming: bool) {
     let Some(endpoint) = support::dynamodb::endpoint("the Lambda task hand-off test") else {
         return;
     };
@@ -815,13 +836,14 @@ async fn a_task_round_runs_in_an_asynchronous_invocation_of_the_same_function() 
     let mut env = support::dynamodb::basket_env(&endpoint, support::dynamodb::TABLE);
     env.push(("AWS_ENDPOINT_URL_LAMBDA".into(), lambda_endpoint));
     env.push(("MCP_TASK_POLL_MS".into(), "200".into()));
+    env.push(("MCP_LAMBDA_STREAMING".into(), streaming.to_string()));
     let vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     // Two execution environments, as Lambda scales out: polls are answered while a round runs.
     let first = Function::start(&basket(), &api, &vars);
     let second = Function::start(&basket(), &api, &vars);
 
     let json_of = |invocation: Invocation| {
-        let (status, _, body) = invocation.buffered();
+        let (status, body) = answer_of(&invocation);
         assert_eq!(status, 200, "{body}");
         serde_json::from_str::<Value>(&body).unwrap()
     };
@@ -859,7 +881,7 @@ async fn a_task_round_runs_in_an_asynchronous_invocation_of_the_same_function() 
     let answered_in = started.elapsed();
     assert_eq!(accepted["result"]["resultType"], "task", "{accepted}");
     assert!(
-        answered_in < Duration::from_millis(1500),
+        answered_in < Duration::from_millis(2000),
         "the CreateTaskResult came back in {answered_in:?}, before the ~3 s of work"
     );
     let task_id = accepted["result"]["taskId"].as_str().unwrap().to_owned();
@@ -893,7 +915,8 @@ async fn a_task_round_runs_in_an_asynchronous_invocation_of_the_same_function() 
     let round: Value = serde_json::from_str(payload["body"].as_str().unwrap()).unwrap();
     assert_eq!(round, json!({"taskId": task_id, "round": 0}));
     let worker = answer.unwrap().await.unwrap();
-    let (status, _, body) = worker.buffered();
+    assert_eq!(worker.streamed(), streaming);
+    let (status, body) = answer_of(&worker);
     assert_eq!((status, body.as_str()), (200, "{\"ran\":true}"));
 
     for function in [&first, &second] {
