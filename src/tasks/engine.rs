@@ -182,7 +182,7 @@ impl TaskSettings {
     /// The task engine for this deployment: the store is DynamoDB on `MCP_HANDLES_TABLE` when
     /// it is set (sharing the handle store's connection), otherwise in memory. Locally rounds
     /// run on this process's runtime ([`Dispatch::Local`]); on Lambda (`AWS_LAMBDA_RUNTIME_API`
-    /// set) they are handed to the Lambda service ([`Dispatch::Lambda`], which needs the
+    /// set) they are handed to the Lambda service (`Dispatch::Lambda`, which needs the
     /// `aws-secrets` feature), and `MCP_HANDLES_TABLE` is required.
     ///
     /// ```no_run
