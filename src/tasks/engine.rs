@@ -213,6 +213,15 @@ impl TaskSettings {
                     aws_sdk_dynamodb::Client::new(&sdk),
                     table.clone(),
                 ));
+                #[cfg(not(feature = "aws-secrets"))]
+                if on_lambda {
+                    return Err(crate::handles::OpenError::Table {
+                        table: table.clone(),
+                        reason: "tasks on Lambda hand rounds to the Lambda service with a signed \
+                                 Invoke, which needs the `aws-secrets` feature"
+                            .into(),
+                    });
+                }
                 #[cfg(feature = "aws-secrets")]
                 if on_lambda {
                     let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").map_err(|_| {
