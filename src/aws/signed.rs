@@ -163,6 +163,7 @@ impl SignedJsonClient {
     /// with `payload`: `POST /2015-03-31/functions/{function}/invocations`, answered 202 once
     /// Lambda has queued the event
     /// (<https://docs.aws.amazon.com/lambda/latest/api/API_Invoke.html>).
+    #[cfg_attr(not(feature = "dynamodb"), allow(dead_code))] // used by tasks::Dispatch::Lambda
     pub(crate) async fn invoke_event(
         &self,
         function: &str,
@@ -363,6 +364,7 @@ fn json_error(endpoint: &str, status: http::StatusCode, bytes: &[u8]) -> Option<
 
 /// A path segment, percent-encoded (RFC 3986 unreserved characters stay as they are; an ARN's
 /// `:` becomes `%3A`).
+#[cfg_attr(not(feature = "dynamodb"), allow(dead_code))] // used by tasks::Dispatch::Lambda
 fn percent_encode(segment: &str) -> String {
     segment
         .bytes()
