@@ -807,7 +807,8 @@ async fn a_task_round_runs_in_an_asynchronous_invocation_of_the_same_function() 
     task_round_hand_off(false).await;
 }
 
-/// The same with Lambda response streaming: the worker's event decodes like any request.
+/// The same with Lambda response streaming (the worker's event decodes like any request) and a
+/// CDN origin secret: callers' events carry it, the self-invocation does not need it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_task_round_runs_in_an_asynchronous_invocation_when_streaming() {
     task_round_hand_off(true).await;
@@ -837,6 +838,18 @@ async fn task_round_hand_off(streaming: bool) {
     env.push(("AWS_ENDPOINT_URL_LAMBDA".into(), lambda_endpoint));
     env.push(("MCP_TASK_POLL_MS".into(), "200".into()));
     env.push(("MCP_LAMBDA_STREAMING".into(), streaming.to_string()));
+    const ORIGIN_SECRET: &str = "a-cdn-secret-0123456789";
+    if streaming {
+        env.push(("MCP_ORIGIN_SECRET".into(), ORIGIN_SECRET.into()));
+    }
+    // What CloudFront adds to every caller's request when the secret is on.
+    let via_cdn = |event: String| {
+        let mut event: Value = serde_json::from_str(&event).unwrap();
+        if streaming {
+            event["headers"]["x-origin-secret"] = ORIGIN_SECRET.into();
+        }
+        event.to_string()
+    };
     let vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     // Two execution environments, as Lambda scales out: polls are answered while a round runs.
     let first = Function::start(&basket(), &api, &vars);
@@ -848,34 +861,46 @@ async fn task_round_hand_off(streaming: bool) {
         serde_json::from_str::<Value>(&body).unwrap()
     };
     let created = json_of(
-        api.invoke(&mcp_event(
+        api.invoke(&via_cdn(mcp_event(
             "function_url_tools_call",
             1,
             "tools/call",
             json!({"name": "create_basket", "arguments": {}}),
-        ))
+        )))
         .await,
     );
     let basket_id = created["result"]["structuredContent"]["basket_id"].clone();
+    if streaming {
+        // Around the CDN, a caller is refused: the secret is on.
+        let around = api
+            .invoke(&mcp_event(
+                "function_url_tools_call",
+                9,
+                "tools/call",
+                json!({"name": "create_basket", "arguments": {}}),
+            ))
+            .await;
+        assert_eq!(answer_of(&around).0, 403);
+    }
     assert!(basket_id.is_string(), "{created}");
     json_of(
-        api.invoke(&mcp_event(
+        api.invoke(&via_cdn(mcp_event(
             "function_url_tools_call",
             2,
             "tools/call",
             json!({"name": "add_item",
                    "arguments": {"basket_id": basket_id, "sku": "TEA", "quantity": 3}}),
-        ))
+        )))
         .await,
     );
 
     let started = Instant::now();
     let accepted = json_of(
-        api.invoke(&task_client_event(
+        api.invoke(&via_cdn(task_client_event(
             3,
             "tools/call",
             json!({"name": "place_order", "arguments": {"basket_id": basket_id}}),
-        ))
+        )))
         .await,
     );
     let answered_in = started.elapsed();
@@ -888,11 +913,11 @@ async fn task_round_hand_off(streaming: bool) {
 
     let done = loop {
         let task = json_of(
-            api.invoke(&task_client_event(
+            api.invoke(&via_cdn(task_client_event(
                 4,
                 "tasks/get",
                 json!({"taskId": task_id}),
-            ))
+            )))
             .await,
         );
         if task["result"]["status"] != "working" {
