@@ -72,7 +72,22 @@ assert template["Conditions"]["RestBuffered"] == {"Fn::And": [{"Condition": "Use
 keep_alive_max = template["Parameters"]["SseKeepAliveSecs"].get("MaxValue", 10**9)
 assert keep_alive_max < 60, f"keep-alives must stay under CloudFront's 60 s OriginReadTimeout: MaxValue {keep_alive_max}"
 assert template["Parameters"]["Timeout"]["MaxValue"] <= 900
-print("role actions, listen limit and keep-alive bounds as documented")
+# Task rounds: the role may invoke this one function and nothing else, and send failed rounds to
+# its own queue; rounds older than their token (15 min) are not retried.
+self_invoke = res["SelfInvokePolicy"]["Properties"]
+assert self_invoke["Roles"] == [{"Ref": "McpRole"}], self_invoke["Roles"]
+by_sid = {s["Sid"]: s for s in self_invoke["PolicyDocument"]["Statement"]}
+assert sorted(by_sid) == ["FailedRoundsQueue", "InvokeSelfForTaskRounds"], sorted(by_sid)
+assert by_sid["InvokeSelfForTaskRounds"]["Action"] == "lambda:InvokeFunction"
+assert by_sid["InvokeSelfForTaskRounds"]["Resource"] == {"Fn::GetAtt": ["McpFunction", "Arn"]}
+assert by_sid["FailedRoundsQueue"]["Action"] == "sqs:SendMessage"
+assert by_sid["FailedRoundsQueue"]["Resource"] == {"Fn::GetAtt": ["FailedRoundsQueue", "Arn"]}
+invoke_config = res["TaskRoundInvokeConfig"]["Properties"]
+assert invoke_config["FunctionName"] == {"Ref": "McpFunction"}
+assert invoke_config["MaximumEventAgeInSeconds"] <= 900
+assert invoke_config["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": ["FailedRoundsQueue", "Arn"]}
+assert not any("lambda:" in str(s.get("Action")) for s in statements if isinstance(s, dict)), "self-invoke belongs in SelfInvokePolicy only"
+print("role actions, self-invoke scope, listen limit and keep-alive bounds as documented")
 PY
 # The table has one definition, infra/handles-table.json; the template mirrors it.
 if [ -e infra/handles-table.json ]; then

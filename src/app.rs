@@ -189,10 +189,15 @@ impl App {
             .into_iter()
             .filter_map(|(method, offered)| offered.then_some(method))
             .collect(),
+            tasks: self.tasks.as_ref().map(|(tasks, _)| tasks.clone()),
         };
         let service = McpService::new(rmcp, front);
         if let Some((tasks, _)) = &self.tasks {
-            tasks.set_runner(Arc::new(service.clone()));
+            tasks.set_runner(
+                Arc::new(service.clone()),
+                &config.http.path,
+                config.request_state_keys.all(),
+            );
         }
         Server {
             local_tasks: self
@@ -254,8 +259,8 @@ impl<H: ServerHandler> Server<H> {
             // A round dispatched on the accepting invocation's runtime freezes with it.
             Mode::Lambda if self.local_tasks => Err(Error::Tasks(
                 "Dispatch::Local runs rounds on this process's runtime, which Lambda freezes \
-                 between invocations; the asynchronous hand-off to the Lambda service is not \
-                 implemented yet, so leave tasks off on Lambda",
+                 between invocations; on Lambda use Dispatch::Lambda (TaskSettings::open picks \
+                 it there), which hands each round to the Lambda service",
             )),
             Mode::Lambda => crate::serve::lambda::serve(self.service, &self.config.lambda).await,
             Mode::Local => {

@@ -146,6 +146,16 @@ impl RuntimeApi {
     /// Queues `event` as an invocation that must end within `timeout` (the deadline the
     /// runtime hands the function), waits for the function's answer.
     async fn invoke_within(&self, event: &str, timeout: Duration) -> Invocation {
+        let rx = self.enqueue(event, timeout);
+        tokio::time::timeout(Duration::from_secs(60), rx)
+            .await
+            .expect("the function answered within 60 s")
+            .expect("the emulator kept the invocation")
+    }
+
+    /// Queues `event` without waiting: what the Lambda service does with an asynchronous
+    /// (`Event`) invocation. The receiver hears the function's answer.
+    fn enqueue(&self, event: &str, timeout: Duration) -> oneshot::Receiver<Invocation> {
         let n = self
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -158,10 +168,7 @@ impl RuntimeApi {
             .unwrap()
             .push_back((id, event.to_string(), timeout));
         self.state.wake.notify_one();
-        tokio::time::timeout(Duration::from_secs(60), rx)
-            .await
-            .expect("the function answered within 60 s")
-            .expect("the emulator kept the invocation")
+        rx
     }
 }
 
@@ -612,5 +619,392 @@ async fn a_listen_stream_ends_with_its_result_before_the_invocation_deadline() {
         Vec::<String>::new(),
         "{}",
         buffered.logs()
+    );
+}
+
+/// What the Invoke stand-in saw: properly signed Event invocations, by payload.
+#[derive(Default)]
+struct InvokeLog {
+    /// Each accepted Invoke's payload, with the worker invocation's answer to come.
+    accepted: Mutex<Vec<(Value, Option<oneshot::Receiver<Invocation>>)>>,
+    /// Requests refused (bad signature, not an Event, another function).
+    refused: Mutex<Vec<String>>,
+}
+
+/// `20261201T065900Z` as a time.
+fn amz_date(text: &str) -> Option<std::time::SystemTime> {
+    let n = |range: std::ops::Range<usize>| text.get(range)?.parse::<i64>().ok();
+    let (y, m, d) = (n(0..4)?, n(4..6)?, n(6..8)?);
+    let (hh, mm, ss) = (n(9..11)?, n(11..13)?, n(13..15)?);
+    // Civil date to days (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + hh * 3600 + mm * 60 + ss;
+    Some(std::time::UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).ok()?))
+}
+
+/// Whether `request` carries a SigV4 signature (service `lambda`, `us-east-1`) made with the test
+/// credentials over its method, URI, signed headers and body: the signature is recomputed with
+/// the SDK's signer from the request's own `x-amz-date` and `SignedHeaders`.
+fn signed_by_test_credentials(head: &http::request::Parts, body: &[u8]) -> Result<(), String> {
+    use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
+    use aws_sigv4::sign::v4;
+    let header = |name: &str| head.headers.get(name).and_then(|v| v.to_str().ok());
+    let authorization = header("authorization").ok_or("no Authorization")?;
+    let field = |key: &str| {
+        authorization
+            .split([' ', ','])
+            .find_map(|part| part.strip_prefix(key))
+            .map(str::to_owned)
+    };
+    let signed_headers = field("SignedHeaders=").ok_or("no SignedHeaders")?;
+    let signature = field("Signature=").ok_or("no Signature")?;
+    let credential = field("Credential=").ok_or("no Credential")?;
+    if !credential.starts_with("local/") || !credential.ends_with("/us-east-1/lambda/aws4_request")
+    {
+        return Err(format!("credential scope {credential}"));
+    }
+    let time = amz_date(header("x-amz-date").ok_or("no x-amz-date")?).ok_or("bad x-amz-date")?;
+    let host = header("host").ok_or("no Host")?;
+    let path = head.uri.path_and_query().map_or("/", |p| p.as_str());
+    let uri = format!("http://{host}{path}");
+    let headers: Vec<(&str, &str)> = signed_headers
+        .split(';')
+        .filter(|name| !["host", "x-amz-date"].contains(name))
+        .map(|name| Ok((name, header(name).ok_or(format!("no {name}"))?)))
+        .collect::<Result<_, String>>()?;
+    let identity =
+        aws_credential_types::Credentials::new("local", "local", None, None, "test").into();
+    let params = v4::SigningParams::builder()
+        .identity(&identity)
+        .region("us-east-1")
+        .name("lambda")
+        .time(time)
+        .settings(SigningSettings::default())
+        .build()
+        .map_err(|e| e.to_string())?
+        .into();
+    let signable = SignableRequest::new(
+        head.method.as_str(),
+        uri.clone(),
+        headers.into_iter(),
+        SignableBody::Bytes(body),
+    )
+    .map_err(|e| e.to_string())?;
+    let (instructions, _) = sign(signable, &params)
+        .map_err(|e| e.to_string())?
+        .into_parts();
+    let mut expected = http::Request::builder().uri(&uri).body(()).unwrap();
+    instructions.apply_to_request_http1x(&mut expected);
+    let expected = expected.headers()["authorization"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let expected_signature = expected
+        .rsplit("Signature=")
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    if expected_signature == signature
+        && expected.contains(&format!("SignedHeaders={signed_headers}"))
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "signature mismatch: got {authorization}, expected {expected}"
+        ))
+    }
+}
+
+/// A loopback stand-in for Lambda's Invoke API (the `Event` type only): checks the signature,
+/// the invocation type and the function, answers 202, then queues the payload into the Runtime
+/// API as a new invocation, as the Lambda service does.
+async fn start_invoke_stand_in(api: Arc<RuntimeApi>, log: Arc<InvokeLog>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let (api, log) = (api.clone(), log.clone());
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+                    let (api, log) = (api.clone(), log.clone());
+                    async move {
+                        let (head, body) = request.into_parts();
+                        let body = body
+                            .collect()
+                            .await
+                            .map(|c| c.to_bytes())
+                            .unwrap_or_default();
+                        let refuse = |why: String| {
+                            log.refused.lock().unwrap().push(why);
+                            Response::builder()
+                                .status(StatusCode::FORBIDDEN)
+                                .body(Full::new(Bytes::from_static(
+                                    b"{\"Type\":\"User\",\"message\":\"The request signature we calculated does not match\"}",
+                                )))
+                                .unwrap()
+                        };
+                        if let Err(why) = signed_by_test_credentials(&head, &body) {
+                            return Ok::<_, Infallible>(refuse(why));
+                        }
+                        if head.method != Method::POST
+                            || head.uri.path() != "/2015-03-31/functions/mcp/invocations"
+                            || head
+                                .headers
+                                .get("x-amz-invocation-type")
+                                .map(|v| v.as_bytes())
+                                != Some(b"Event")
+                        {
+                            return Ok(refuse(format!("not an Event Invoke of mcp: {head:?}")));
+                        }
+                        let payload: Value = serde_json::from_slice(&body).unwrap();
+                        let answer = api.enqueue(&payload.to_string(), Duration::from_secs(60));
+                        log.accepted.lock().unwrap().push((payload, Some(answer)));
+                        Ok(Response::builder()
+                            .status(StatusCode::ACCEPTED)
+                            .body(Full::new(Bytes::new()))
+                            .unwrap())
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+/// An MCP event from a client that declared the tasks extension.
+fn task_client_event(id: u64, method: &str, mut params: Value) -> String {
+    params["_meta"] = json!({"io.modelcontextprotocol/clientCapabilities":
+        {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let mut event: Value = serde_json::from_str(&mcp_event(
+        "function_url_tools_call",
+        id,
+        method,
+        params.clone(),
+    ))
+    .unwrap();
+    if let Some(task_id) = params["taskId"].as_str() {
+        event["headers"]["mcp-name"] = task_id.into();
+    }
+    event.to_string()
+}
+
+/// Issue 12's "done when": under the Lambda runtime, a task's round is handed to the Lambda
+/// service (a signed asynchronous Invoke of the same function) and runs in another invocation;
+/// the accepting invocation answers at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_task_round_runs_in_an_asynchronous_invocation_of_the_same_function() {
+    task_round_hand_off(false).await;
+}
+
+/// The same with Lambda response streaming (the worker's event decodes like any request) and a
+/// CDN origin secret: callers' events carry it, the self-invocation does not need it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_task_round_runs_in_an_asynchronous_invocation_when_streaming() {
+    task_round_hand_off(true).await;
+}
+
+/// An answer's status and body, buffered or streamed.
+fn answer_of(invocation: &Invocation) -> (u16, String) {
+    if invocation.streamed() {
+        let (status, _, body) = invocation.streaming();
+        (status, String::from_utf8(body).unwrap())
+    } else {
+        let (status, _, body) = invocation.buffered();
+        (status, body)
+    }
+}
+
+async fn task_round_hand_off(streaming: bool) {
+    let Some(endpoint) = support::dynamodb::endpoint("the Lambda task hand-off test") else {
+        return;
+    };
+    support::dynamodb::store(&endpoint).await;
+    let api = Arc::new(RuntimeApi::start().await);
+    let log = Arc::new(InvokeLog::default());
+    let stand_in = start_invoke_stand_in(api.clone(), log.clone()).await;
+    let lambda_endpoint = format!("http://{stand_in}");
+    let mut env = support::dynamodb::basket_env(&endpoint, support::dynamodb::TABLE);
+    env.push(("AWS_ENDPOINT_URL_LAMBDA".into(), lambda_endpoint));
+    env.push(("MCP_TASK_POLL_MS".into(), "200".into()));
+    env.push(("MCP_LAMBDA_STREAMING".into(), streaming.to_string()));
+    const ORIGIN_SECRET: &str = "a-cdn-secret-0123456789";
+    if streaming {
+        env.push(("MCP_ORIGIN_SECRET".into(), ORIGIN_SECRET.into()));
+    }
+    // What CloudFront adds to every caller's request when the secret is on.
+    let via_cdn = |event: String| {
+        let mut event: Value = serde_json::from_str(&event).unwrap();
+        if streaming {
+            event["headers"]["x-origin-secret"] = ORIGIN_SECRET.into();
+        }
+        event.to_string()
+    };
+    let vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    // Two execution environments, as Lambda scales out: polls are answered while a round runs.
+    let first = Function::start(&basket(), &api, &vars);
+    let second = Function::start(&basket(), &api, &vars);
+
+    let json_of = |invocation: Invocation| {
+        let (status, body) = answer_of(&invocation);
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str::<Value>(&body).unwrap()
+    };
+    let created = json_of(
+        api.invoke(&via_cdn(mcp_event(
+            "function_url_tools_call",
+            1,
+            "tools/call",
+            json!({"name": "create_basket", "arguments": {}}),
+        )))
+        .await,
+    );
+    let basket_id = created["result"]["structuredContent"]["basket_id"].clone();
+    if streaming {
+        // Around the CDN, a caller is refused: the secret is on.
+        let around = api
+            .invoke(&mcp_event(
+                "function_url_tools_call",
+                9,
+                "tools/call",
+                json!({"name": "create_basket", "arguments": {}}),
+            ))
+            .await;
+        assert_eq!(answer_of(&around).0, 403);
+    }
+    assert!(basket_id.is_string(), "{created}");
+    json_of(
+        api.invoke(&via_cdn(mcp_event(
+            "function_url_tools_call",
+            2,
+            "tools/call",
+            json!({"name": "add_item",
+                   "arguments": {"basket_id": basket_id, "sku": "TEA", "quantity": 3}}),
+        )))
+        .await,
+    );
+
+    let started = Instant::now();
+    let accepted = json_of(
+        api.invoke(&via_cdn(task_client_event(
+            3,
+            "tools/call",
+            json!({"name": "place_order", "arguments": {"basket_id": basket_id}}),
+        )))
+        .await,
+    );
+    let answered_in = started.elapsed();
+    assert_eq!(accepted["result"]["resultType"], "task", "{accepted}");
+    assert!(
+        answered_in < Duration::from_millis(2000),
+        "the CreateTaskResult came back in {answered_in:?}, before the ~3 s of work"
+    );
+    let task_id = accepted["result"]["taskId"].as_str().unwrap().to_owned();
+
+    let done = loop {
+        let task = json_of(
+            api.invoke(&via_cdn(task_client_event(
+                4,
+                "tasks/get",
+                json!({"taskId": task_id}),
+            )))
+            .await,
+        );
+        if task["result"]["status"] != "working" {
+            break task["result"].clone();
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{task}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"]["status"], "checked_out",
+        "{done}"
+    );
+
+    // Exactly one signed Invoke, for round 0 of this task, whose invocation ran it.
+    let accepted = std::mem::take(&mut *log.accepted.lock().unwrap());
+    assert_eq!(accepted.len(), 1, "{:?}", log.refused.lock().unwrap());
+    assert!(log.refused.lock().unwrap().is_empty());
+    let (payload, answer) = accepted.into_iter().next().unwrap();
+    let round: Value = serde_json::from_str(payload["body"].as_str().unwrap()).unwrap();
+    assert_eq!(round, json!({"taskId": task_id, "round": 0}));
+    let worker = answer.unwrap().await.unwrap();
+    assert_eq!(worker.streamed(), streaming);
+    let (status, body) = answer_of(&worker);
+    assert_eq!((status, body.as_str()), (200, "{\"ran\":true}"));
+
+    for function in [&first, &second] {
+        assert_eq!(
+            function.errors(),
+            Vec::<String>::new(),
+            "{}",
+            function.logs()
+        );
+    }
+}
+
+/// The stand-in's verifier refuses a signature that does not match (a tampered body, another
+/// secret), so the test above proves the Invoke was signed.
+#[test]
+fn the_invoke_stand_in_refuses_a_tampered_signature() {
+    use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
+    use aws_sigv4::sign::v4;
+    let signed = |secret: &str, body: &[u8]| {
+        let uri = "http://127.0.0.1:9/2015-03-31/functions/mcp/invocations";
+        let identity =
+            aws_credential_types::Credentials::new("local", secret, None, None, "test").into();
+        let params = v4::SigningParams::builder()
+            .identity(&identity)
+            .region("us-east-1")
+            .name("lambda")
+            .time(amz_date("20261201T065900Z").unwrap())
+            .settings(SigningSettings::default())
+            .build()
+            .unwrap()
+            .into();
+        let headers = [
+            ("content-type", "application/json"),
+            ("x-amz-invocation-type", "Event"),
+        ];
+        let signable =
+            SignableRequest::new("POST", uri, headers.into_iter(), SignableBody::Bytes(body))
+                .unwrap();
+        let (instructions, _) = sign(signable, &params).unwrap().into_parts();
+        let mut request = http::Request::post(uri)
+            .header("host", "127.0.0.1:9")
+            .header("content-type", "application/json")
+            .header("x-amz-invocation-type", "Event")
+            .body(())
+            .unwrap();
+        instructions.apply_to_request_http1x(&mut request);
+        request.into_parts().0
+    };
+    let good = signed("local", b"{}");
+    assert_eq!(signed_by_test_credentials(&good, b"{}"), Ok(()));
+    assert!(
+        signed_by_test_credentials(&good, b"{\"x\":1}").is_err(),
+        "tampered body"
+    );
+    let other = signed("another secret", b"{}");
+    assert!(
+        signed_by_test_credentials(&other, b"{}").is_err(),
+        "another secret"
+    );
+    let mut unsigned = good.clone();
+    unsigned.headers.remove("authorization");
+    assert!(
+        signed_by_test_credentials(&unsigned, b"{}").is_err(),
+        "unsigned"
     );
 }

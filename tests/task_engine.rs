@@ -336,3 +336,182 @@ on_both_stores!(
     an_unknown_task_id_is_invalid_params,
     an_input_round_is_answered_through_tasks_update,
 );
+
+/// The worker route (`POST <MCP_PATH>` with `x-mcp-task-round`, what a self-invocation on Lambda
+/// sends): a missing, malformed, forged or expired token is refused 403 and runs nothing, whatever
+/// task the body names.
+#[tokio::test]
+async fn a_task_round_without_a_good_token_is_refused_and_runs_nothing() {
+    let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
+    let s = setup(settings(60_000), store.clone());
+    let id = HandleId::random().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let record = mcp_lambda::tasks::TaskRecord::new(
+        id,
+        "someone",
+        json!({"params": {"name": "work", "arguments": {"ms": 0}}, "caller": null}),
+        now,
+        3_600_000,
+        1000,
+    );
+    store.create(&record).await.unwrap();
+    let body = serde_json::to_vec(&json!({"taskId": id.to_string(), "round": 0})).unwrap();
+    let forged_tag = "0".repeat(64);
+    let tokens = [
+        String::new(),
+        "not-a-token".to_owned(),
+        format!("{}.{forged_tag}", now + 60_000),
+        format!("{}.{forged_tag}", now - 1),
+        format!("{}.{forged_tag}", now + 86_400_000),
+    ];
+    for token in tokens {
+        let headers = vec![
+            ("content-type".to_owned(), "application/json".to_owned()),
+            ("x-mcp-task-round".to_owned(), token.clone()),
+        ];
+        let answer = fixture::send(&s.service, "POST", "/mcp", &headers, body.clone()).await;
+        assert_eq!(answer.status, 403, "{token:?}: {}", answer.text);
+    }
+    // Without the header at all it is an ordinary MCP request: no round runs either.
+    let plain = vec![("content-type".to_owned(), "application/json".to_owned())];
+    let answer = fixture::send(&s.service, "POST", "/mcp", &plain, body).await;
+    assert_ne!(answer.status, 200, "{}", answer.text);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(s.runs.load(Ordering::SeqCst), 0, "nothing ran");
+    let after = store.get("someone", id).await.unwrap();
+    assert!(after.claimed.is_none(), "the round was never claimed");
+}
+
+/// A memory store that remembers the ids it created (a refused call carries none).
+#[derive(Debug, Default)]
+struct Recording {
+    inner: MemoryTaskStore,
+    created: std::sync::Mutex<Vec<HandleId>>,
+}
+
+impl TaskStore for Recording {
+    fn create<'a>(
+        &'a self,
+        task: &'a mcp_lambda::tasks::TaskRecord,
+    ) -> futures::future::BoxFuture<'a, Result<(), mcp_lambda::tasks::TaskError>> {
+        self.created.lock().unwrap().push(task.id);
+        self.inner.create(task)
+    }
+    fn get<'a>(
+        &'a self,
+        owner: &'a str,
+        id: HandleId,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<mcp_lambda::tasks::TaskRecord, mcp_lambda::tasks::TaskError>,
+    > {
+        self.inner.get(owner, id)
+    }
+    fn answer<'a>(
+        &'a self,
+        owner: &'a str,
+        id: HandleId,
+        responses: &'a std::collections::BTreeMap<String, Value>,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<mcp_lambda::tasks::TaskRecord, mcp_lambda::tasks::TaskError>,
+    > {
+        self.inner.answer(owner, id, responses)
+    }
+    fn cancel<'a>(
+        &'a self,
+        owner: &'a str,
+        id: HandleId,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<mcp_lambda::tasks::TaskRecord, mcp_lambda::tasks::TaskError>,
+    > {
+        self.inner.cancel(owner, id)
+    }
+    fn claim<'a>(
+        &'a self,
+        id: HandleId,
+        round: u32,
+        lease_until_ms: u64,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Option<mcp_lambda::tasks::TaskRecord>, mcp_lambda::tasks::TaskError>,
+    > {
+        self.inner.claim(id, round, lease_until_ms)
+    }
+    fn check<'a>(
+        &'a self,
+        id: HandleId,
+        round: u32,
+        status_message: Option<&'a str>,
+    ) -> futures::future::BoxFuture<'a, Result<bool, mcp_lambda::tasks::TaskError>> {
+        self.inner.check(id, round, status_message)
+    }
+    fn finish<'a>(
+        &'a self,
+        id: HandleId,
+        round: u32,
+        end: &'a mcp_lambda::tasks::RoundEnd,
+    ) -> futures::future::BoxFuture<'a, Result<bool, mcp_lambda::tasks::TaskError>> {
+        self.inner.finish(id, round, end)
+    }
+}
+
+/// `Dispatch::Lambda` whose Invoke fails (nothing listens where Lambda should be): the call is
+/// answered -32603 with no task, and the recorded task reads `failed`, never `working`.
+#[tokio::test]
+async fn a_round_lambda_would_not_take_fails_the_call_and_the_task() {
+    use aws_credential_types::Credentials;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let timeouts = mcp_lambda::aws::AwsTimeouts {
+        connect: Duration::from_millis(200),
+        read: Duration::from_millis(200),
+        operation: Duration::from_millis(1500),
+    };
+    let sdk = mcp_lambda::aws::loader(&timeouts)
+        .endpoint_url(format!("http://{closed}"))
+        .region(aws_types::region::Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("local", "local", None, None, "static"))
+        .load()
+        .await;
+    let store = Arc::new(Recording::default());
+    let tasks = Tasks::new(
+        store.clone(),
+        Dispatch::Lambda(mcp_lambda::tasks::LambdaDispatch::new(
+            "mcp", &sdk, &timeouts,
+        )),
+        settings(60_000),
+    );
+    let runs = Arc::new(AtomicUsize::new(0));
+    let worker = Worker { runs: runs.clone() };
+    let service = App::new(fixture::config(&[]))
+        .tasks(tasks, |_tool: &str| TaskPolicy::Optional)
+        .server(move || worker.clone())
+        .service();
+
+    let (mut headers, body) = fixture::modern(
+        json!(1),
+        "tools/call",
+        json!({"name": "work", "arguments": {"ms": 0}}),
+    );
+    let mut body: Value = serde_json::from_slice(&body).unwrap();
+    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    headers.retain(|(k, _)| k != "content-length");
+    let answer = fixture::post(&service, (headers, serde_json::to_vec(&body).unwrap())).await;
+    let answer = answer.json();
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    assert!(answer.get("result").is_none(), "{answer}");
+
+    let created = store.created.lock().unwrap().clone();
+    assert_eq!(created.len(), 1);
+    let task = get(&service, &created[0].to_string()).await;
+    assert_eq!(task["result"]["status"], "failed", "{task}");
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "nothing ran");
+}

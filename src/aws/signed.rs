@@ -1,6 +1,6 @@
-//! SigV4-signed AWS JSON 1.1 calls (the protocol of SSM and Secrets Manager), made with the
-//! SDK's own signer: one call each for the request-state keys at start-up, without two more
-//! SDK crates.
+//! SigV4-signed AWS calls made with the SDK's own signer, without more SDK crates: AWS JSON 1.1
+//! (SSM and Secrets Manager, one call each for the request-state keys at start-up) and Lambda's
+//! asynchronous Invoke (a task round handed to the Lambda service).
 
 use std::time::{Duration, SystemTime};
 
@@ -40,24 +40,43 @@ impl std::fmt::Display for AwsCallError {
 
 type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
-/// Makes SigV4-signed AWS JSON 1.1 calls (the protocol of SSM and Secrets Manager).
-pub(crate) struct SignedJsonClient<'a> {
-    sdk: &'a SdkConfig,
-    credentials: Credentials,
+/// One request to sign and send.
+struct Signed<'r> {
+    method: http::Method,
+    /// Path and query, from `/`.
+    path: &'r str,
+    headers: &'r [(&'static str, &'r str)],
+    body: &'r [u8],
+}
+
+/// Makes SigV4-signed AWS calls: AWS JSON 1.1 ([`call`](Self::call), the protocol of SSM and
+/// Secrets Manager) and Lambda's asynchronous Invoke ([`invoke_event`](Self::invoke_event)).
+#[derive(Clone)]
+pub(crate) struct SignedJsonClient {
+    sdk: SdkConfig,
     client: HttpsClient,
     timeouts: AwsTimeouts,
 }
 
-impl<'a> SignedJsonClient<'a> {
-    pub(crate) async fn new(sdk: &'a SdkConfig, timeouts: &AwsTimeouts) -> Result<Self, String> {
-        let provider = sdk.credentials_provider().ok_or(
-            "no AWS credentials provider (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or \
-             run with a role)",
-        )?;
-        let credentials = tokio::time::timeout(timeouts.operation, provider.provide_credentials())
-            .await
-            .map_err(|_| "no AWS credentials within the operation timeout".to_string())?
-            .map_err(|e| format!("no AWS credentials: {e}"))?;
+impl std::fmt::Debug for SignedJsonClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignedJsonClient")
+            .field("region", &self.sdk.region())
+            .field("timeouts", &self.timeouts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SignedJsonClient {
+    /// A client on `sdk`'s credentials and region; fails now when there are no credentials.
+    pub(crate) async fn new(sdk: &SdkConfig, timeouts: &AwsTimeouts) -> Result<Self, String> {
+        let this = Self::unchecked(sdk, timeouts);
+        this.credentials().await.map_err(|e| e.to_string())?;
+        Ok(this)
+    }
+
+    /// A client whose credentials are looked up at each call.
+    pub(crate) fn unchecked(sdk: &SdkConfig, timeouts: &AwsTimeouts) -> Self {
         let mut http = HttpConnector::new();
         http.set_connect_timeout(Some(timeouts.connect));
         http.enforce_http(false);
@@ -66,11 +85,37 @@ impl<'a> SignedJsonClient<'a> {
             .https_or_http()
             .enable_http1()
             .wrap_connector(http);
-        Ok(Self {
-            sdk,
-            credentials,
+        Self {
+            sdk: sdk.clone(),
             client: Client::builder(TokioExecutor::new()).build(connector),
             timeouts: *timeouts,
+        }
+    }
+
+    /// The provider's current credentials (the SDK's providers refresh them as they expire).
+    async fn credentials(&self) -> Result<Credentials, AwsCallError> {
+        let provider = self.sdk.credentials_provider().ok_or_else(|| {
+            AwsCallError::Transport(
+                "no AWS credentials provider (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, \
+                 or run with a role)"
+                    .into(),
+            )
+        })?;
+        tokio::time::timeout(self.timeouts.operation, provider.provide_credentials())
+            .await
+            .map_err(|_| {
+                AwsCallError::Transport("no AWS credentials within the operation timeout".into())
+            })?
+            .map_err(|e| AwsCallError::Transport(format!("no AWS credentials: {e}")))
+    }
+
+    fn region_for(&self, resource: &str) -> Result<String, AwsCallError> {
+        match parse_arn(resource) {
+            Some(_) => resource.split(':').nth(3).map(str::to_owned),
+            None => self.sdk.region().map(|r| r.to_string()),
+        }
+        .ok_or_else(|| {
+            AwsCallError::Transport("no AWS region: set AWS_REGION (Lambda sets it)".into())
         })
     }
 
@@ -86,22 +131,93 @@ impl<'a> SignedJsonClient<'a> {
         target: &str,
         body: Value,
     ) -> Result<Value, AwsCallError> {
-        let region = match parse_arn(resource) {
-            Some(_) => resource.split(':').nth(3).map(str::to_owned),
-            None => self.sdk.region().map(|r| r.to_string()),
-        }
-        .ok_or_else(|| {
-            AwsCallError::Transport("no AWS region: set AWS_REGION (Lambda sets it)".into())
-        })?;
+        let region = self.region_for(resource)?;
         let endpoint = self.endpoint(service_id, signing_name, &region);
         let body = serde_json::to_vec(&body).expect("JSON values serialize");
+        let request = Signed {
+            method: http::Method::POST,
+            path: "/",
+            headers: &[
+                ("content-type", "application/x-amz-json-1.1"),
+                ("x-amz-target", target),
+            ],
+            body: &body,
+        };
+        let (status, bytes) = self
+            .with_retries(
+                &endpoint,
+                signing_name,
+                &region,
+                &request,
+                |status, bytes| json_error(&endpoint, status, bytes),
+            )
+            .await?;
+        serde_json::from_slice(&bytes).map_err(|_| {
+            AwsCallError::Transport(format!(
+                "{endpoint} answered {status} with a body that is not JSON"
+            ))
+        })
+    }
+
+    /// Lambda's asynchronous Invoke (`InvocationType: Event`) of `function` (a name or an ARN)
+    /// with `payload`: `POST /2015-03-31/functions/{function}/invocations`, answered 202 once
+    /// Lambda has queued the event
+    /// (<https://docs.aws.amazon.com/lambda/latest/api/API_Invoke.html>).
+    #[cfg_attr(not(feature = "dynamodb"), allow(dead_code))] // used by tasks::Dispatch::Lambda
+    pub(crate) async fn invoke_event(
+        &self,
+        function: &str,
+        payload: &[u8],
+    ) -> Result<(), AwsCallError> {
+        let region = self.region_for(function)?;
+        let endpoint = self.endpoint("Lambda", "lambda", &region);
+        let path = format!(
+            "/2015-03-31/functions/{}/invocations",
+            percent_encode(function)
+        );
+        let request = Signed {
+            method: http::Method::POST,
+            path: &path,
+            headers: &[
+                ("content-type", "application/json"),
+                ("x-amz-invocation-type", "Event"),
+            ],
+            body: payload,
+        };
+        let (status, bytes) = self
+            .with_retries(&endpoint, "lambda", &region, &request, |status, bytes| {
+                if status == http::StatusCode::ACCEPTED {
+                    return None;
+                }
+                Some(json_error(&endpoint, status, bytes).unwrap_or_else(|| {
+                    AwsCallError::Service {
+                        code: format!("HTTP {status}"),
+                        message: "Invoke (Event) answered without queuing the event".into(),
+                    }
+                }))
+            })
+            .await?;
+        debug_assert_eq!(status, http::StatusCode::ACCEPTED, "{bytes:?}");
+        Ok(())
+    }
+
+    /// Sends `request` until it succeeds (`refusal` says it did not), a failure is not
+    /// transient, or the attempts or the operation timeout run out.
+    async fn with_retries(
+        &self,
+        endpoint: &str,
+        signing_name: &str,
+        region: &str,
+        request: &Signed<'_>,
+        refusal: impl Fn(http::StatusCode, &[u8]) -> Option<AwsCallError>,
+    ) -> Result<(http::StatusCode, Bytes), AwsCallError> {
         let attempts = async {
             let mut attempt = 0u32;
             loop {
                 attempt += 1;
                 let result = tokio::time::timeout(
                     self.timeouts.connect + self.timeouts.read,
-                    self.once(&endpoint, signing_name, &region, target, &body),
+                    self.once(endpoint, signing_name, region, request),
                 )
                 .await
                 .unwrap_or_else(|_| {
@@ -109,11 +225,18 @@ impl<'a> SignedJsonClient<'a> {
                         "no answer from {endpoint} within {} ms",
                         (self.timeouts.connect + self.timeouts.read).as_millis()
                     )))
+                })
+                .and_then(|(status, bytes)| match refusal(status, &bytes) {
+                    Some(error) => Err(error),
+                    None => Ok((status, bytes)),
                 });
                 let retry = match &result {
                     Err(AwsCallError::Transport(_)) => true,
                     Err(AwsCallError::Service { code, .. }) => {
-                        code.contains("Throttl") || code.contains("InternalServer")
+                        code.contains("Throttl")
+                            || code.contains("InternalServer")
+                            || code.contains("ServiceException")
+                            || code.starts_with("HTTP 5")
                     }
                     Ok(_) => false,
                 };
@@ -153,25 +276,29 @@ impl<'a> SignedJsonClient<'a> {
         })
     }
 
+    /// Signs and sends `request` once; the status and body, whatever the status.
     async fn once(
         &self,
         endpoint: &str,
         signing_name: &str,
         region: &str,
-        target: &str,
-        body: &[u8],
-    ) -> Result<Value, AwsCallError> {
+        request: &Signed<'_>,
+    ) -> Result<(http::StatusCode, Bytes), AwsCallError> {
         use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
         use aws_sigv4::sign::v4;
 
-        let uri = format!("{}/", endpoint.trim_end_matches('/'));
-        let mut request = http::Request::post(&uri)
-            .header("content-type", "application/x-amz-json-1.1")
-            .header("x-amz-target", target)
-            .body(Full::new(Bytes::copy_from_slice(body)))
+        let uri = format!("{}{}", endpoint.trim_end_matches('/'), request.path);
+        let mut builder = http::Request::builder()
+            .method(request.method.clone())
+            .uri(&uri);
+        for (name, value) in request.headers {
+            builder = builder.header(*name, *value);
+        }
+        let mut http_request = builder
+            .body(Full::new(Bytes::copy_from_slice(request.body)))
             .map_err(|e| AwsCallError::Transport(format!("bad endpoint {endpoint}: {e}")))?;
 
-        let identity = self.credentials.clone().into();
+        let identity = self.credentials().await?.into();
         let params = v4::SigningParams::builder()
             .identity(&identity)
             .region(region)
@@ -181,21 +308,25 @@ impl<'a> SignedJsonClient<'a> {
             .build()
             .map_err(|e| AwsCallError::Transport(format!("cannot sign: {e}")))?
             .into();
-        let headers = request
+        let headers = http_request
             .headers()
             .iter()
             .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)));
-        let signable =
-            SignableRequest::new("POST", uri.clone(), headers, SignableBody::Bytes(body))
-                .map_err(|e| AwsCallError::Transport(format!("cannot sign: {e}")))?;
+        let signable = SignableRequest::new(
+            request.method.as_str(),
+            uri.clone(),
+            headers,
+            SignableBody::Bytes(request.body),
+        )
+        .map_err(|e| AwsCallError::Transport(format!("cannot sign: {e}")))?;
         let (instructions, _) = sign(signable, &params)
             .map_err(|e| AwsCallError::Transport(format!("cannot sign: {e}")))?
             .into_parts();
-        instructions.apply_to_request_http1x(&mut request);
+        instructions.apply_to_request_http1x(&mut http_request);
 
         let response = self
             .client
-            .request(request)
+            .request(http_request)
             .await
             .map_err(|e| AwsCallError::Transport(format!("cannot reach {endpoint}: {e}")))?;
         let status = response.status();
@@ -205,23 +336,55 @@ impl<'a> SignedJsonClient<'a> {
             .await
             .map_err(|e| AwsCallError::Transport(format!("answer from {endpoint} cut: {e}")))?
             .to_bytes();
-        let json: Value = serde_json::from_slice(&bytes).map_err(|_| {
-            AwsCallError::Transport(format!(
-                "{endpoint} answered {status} with a body that is not JSON"
-            ))
-        })?;
-        if status.is_success() {
-            return Ok(json);
-        }
-        let code = json["__type"]
-            .as_str()
-            .map(|t| t.rsplit('#').next().unwrap_or(t).to_string())
-            .unwrap_or_else(|| format!("HTTP {status}"));
-        let message = json["message"]
-            .as_str()
-            .or(json["Message"].as_str())
-            .unwrap_or("")
-            .to_string();
-        Err(AwsCallError::Service { code, message })
+        Ok((status, bytes))
+    }
+}
+
+/// `None` for a success; otherwise AWS's error, from its JSON body (`__type`, `message`).
+fn json_error(endpoint: &str, status: http::StatusCode, bytes: &[u8]) -> Option<AwsCallError> {
+    if status.is_success() {
+        return None;
+    }
+    let Ok(json) = serde_json::from_slice::<Value>(bytes) else {
+        return Some(AwsCallError::Transport(format!(
+            "{endpoint} answered {status} with a body that is not JSON"
+        )));
+    };
+    let code = json["__type"]
+        .as_str()
+        .map(|t| t.rsplit('#').next().unwrap_or(t).to_string())
+        .unwrap_or_else(|| format!("HTTP {status}"));
+    let message = json["message"]
+        .as_str()
+        .or(json["Message"].as_str())
+        .unwrap_or("")
+        .to_string();
+    Some(AwsCallError::Service { code, message })
+}
+
+/// A path segment, percent-encoded (RFC 3986 unreserved characters stay as they are; an ARN's
+/// `:` becomes `%3A`).
+#[cfg_attr(not(feature = "dynamodb"), allow(dead_code))] // used by tasks::Dispatch::Lambda
+fn percent_encode(segment: &str) -> String {
+    segment
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn function_names_and_arns_are_one_path_segment() {
+        assert_eq!(super::percent_encode("mcp-fn_1"), "mcp-fn_1");
+        assert_eq!(
+            super::percent_encode("arn:aws:lambda:us-east-1:123456789012:function:mcp"),
+            "arn%3Aaws%3Alambda%3Aus-east-1%3A123456789012%3Afunction%3Amcp"
+        );
     }
 }

@@ -5,6 +5,7 @@
 //!
 //! | step | file | refuses with |
 //! |---|---|---|
+//! | 0. a task round (`POST <MCP_PATH>` with `x-mcp-task-round`, a self-invocation on Lambda): its token, nothing else; the round runs | `pipeline.rs` (`task_round`; token in [`tasks`](crate::tasks)) | 403 |
 //! | 1. origin secret | `origin_secret.rs` | 403 |
 //! | 2. one `Host` (the allow-list and `Origin` are rmcp's) | `host.rs` | 400 |
 //! | 3. route | `pipeline.rs` | 404, 405 |

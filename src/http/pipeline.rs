@@ -4,6 +4,7 @@
 //!
 //! | request | answer |
 //! |---|---|
+//! | `POST <MCP_PATH>` with `x-mcp-task-round` | a task round handed to this function by itself (`Dispatch::Lambda`): the token checked first (403), before the CDN secret, then the round run to its end |
 //! | `POST <MCP_PATH>` | [`McpService::mcp_post`]: media types → body limit → envelope → auth → (listen filter) → rmcp → cache headers, then CORS |
 //! | `OPTIONS <MCP_PATH>` | the CORS preflight |
 //! | `GET`/`DELETE <MCP_PATH>` | 405, `Allow: POST` (rmcp's legacy sessions when switched on) |
@@ -22,7 +23,7 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use http::{HeaderValue, Method, Request, StatusCode, header, request::Parts};
 use http_body::Body;
-use http_body_util::Full;
+use http_body_util::{BodyExt as _, Full};
 use rmcp::{
     ServerHandler,
     transport::{
@@ -45,6 +46,7 @@ use crate::{
     handler::Hosted,
     listen::Listener,
     rmcp_gaps,
+    tasks::{Tasks, round_token},
 };
 
 /// rmcp's HTTP service around the wrapped handler: the pipeline's last step.
@@ -64,6 +66,8 @@ pub(crate) struct Front {
     pub(crate) listen: Option<Arc<Listener>>,
     /// The lists the handler advertises, fingerprinted at start-up when listen is on.
     pub(crate) fingerprinted_lists: Vec<&'static str>,
+    /// The task engine, for the worker route; `None` = tasks are off.
+    pub(crate) tasks: Option<Arc<Tasks>>,
 }
 
 /// The whole HTTP service: routes, the MCP front, rmcp behind it.
@@ -109,6 +113,18 @@ where
     }
 
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        // 0. A task round handed to this function by itself (Dispatch::Lambda): it does not
+        //    come through the CDN, and carries its own proof instead.
+        if request.method() == Method::POST
+            && request.headers().contains_key(round_token::HEADER)
+            && request.uri().path() == self.front.settings.path
+        {
+            let tasks = self.front.tasks.clone();
+            let lease = self.front.settings_lease();
+            return Box::pin(
+                task_round(tasks, lease, request).instrument(tracing::info_span!("mcp.task_round")),
+            );
+        }
         // 1. Only requests that came through the CDN, when one is configured:
         //    before routing, auth, logging or reading the body.
         if let Err(refusal) =
@@ -311,6 +327,81 @@ impl<H: ServerHandler> McpService<H> {
             );
         }
     }
+}
+
+impl Front {
+    /// How long a worker's claim holds when the request carries no invocation deadline.
+    fn settings_lease(&self) -> std::time::Duration {
+        self.tasks
+            .as_ref()
+            .map_or(std::time::Duration::ZERO, |tasks| tasks.lease())
+    }
+}
+
+/// The worker route: `POST <MCP_PATH>` with `x-mcp-task-round: <token>` and a body
+/// `{"taskId": …, "round": …}`. A bad, missing or expired token is refused (403) before anything
+/// runs; a good one runs the round to its end and answers `{"ran": true|false}` (false: another
+/// delivery had it, or it is over). The claim holds until the invocation's deadline when there
+/// is one (Lambda), otherwise for the task lease.
+async fn task_round<B>(
+    tasks: Option<Arc<Tasks>>,
+    lease: std::time::Duration,
+    request: Request<B>,
+) -> Result<HttpResponse, Infallible>
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Display + Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let forbidden = || {
+        Ok(text_response(
+            StatusCode::FORBIDDEN,
+            "Forbidden: not a task round this server handed out\n",
+        ))
+    };
+    let Some(tasks) = tasks else {
+        return forbidden();
+    };
+    let (parts, body) = request.into_parts();
+    let token = parts
+        .headers
+        .get(round_token::HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let Ok(body) = body_limit::collect(&parts.headers, body, 4096).await else {
+        return forbidden();
+    };
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Round {
+        task_id: String,
+        round: u32,
+    }
+    let Ok(Round { task_id, round }) = serde_json::from_slice::<Round>(&body) else {
+        return forbidden();
+    };
+    if !tasks.round_token_ok(&token, &task_id, round) {
+        tracing::warn!("a task round with a bad or expired token was refused");
+        return forbidden();
+    }
+    let Ok(id) = task_id.parse() else {
+        return forbidden();
+    };
+    let now = std::time::SystemTime::now();
+    let until = parts
+        .extensions
+        .get::<crate::listen::StreamLimits>()
+        .and_then(|limits| limits.deadline)
+        .unwrap_or(now + lease);
+    let until_ms = until
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let ran = tasks.run_round_until(id, round, until_ms).await;
+    Ok(http::Response::builder()
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(serde_json::json!({ "ran": ran }).to_string())).boxed())
+        .expect("static parts are valid"))
 }
 
 fn method_not_allowed() -> HttpResponse {

@@ -50,6 +50,76 @@ pub trait ToolRunner: Send + Sync + 'static {
 pub enum Dispatch {
     /// On this process's runtime (the local server; tests).
     Local,
+    /// Handed to the Lambda service: an asynchronous invocation (`InvocationType: Event`) of
+    /// this same function, whose event is a Function URL request for `POST <MCP_PATH>` carrying
+    /// the round's token in `x-mcp-task-round`. The invocation that accepted the task answers at
+    /// once; the worker invocation runs the round until its own deadline.
+    #[cfg(all(feature = "dynamodb", feature = "aws-secrets"))]
+    Lambda(LambdaDispatch),
+}
+
+/// Where [`Dispatch::Lambda`] sends rounds: the function and a signed client for its Invoke.
+#[cfg(all(feature = "dynamodb", feature = "aws-secrets"))]
+#[derive(Debug, Clone)]
+pub struct LambdaDispatch {
+    /// The function to invoke (a name or an ARN): this one, `AWS_LAMBDA_FUNCTION_NAME`.
+    function: String,
+    client: Arc<crate::aws::signed::SignedJsonClient>,
+}
+
+#[cfg(all(feature = "dynamodb", feature = "aws-secrets"))]
+impl LambdaDispatch {
+    /// Rounds go to `function` (a name or an ARN), signed with `sdk`'s credentials; the
+    /// endpoint follows `AWS_ENDPOINT_URL_LAMBDA`.
+    pub fn new(
+        function: impl Into<String>,
+        sdk: &aws_config::SdkConfig,
+        timeouts: &crate::aws::AwsTimeouts,
+    ) -> Self {
+        Self {
+            function: function.into(),
+            client: Arc::new(crate::aws::signed::SignedJsonClient::unchecked(
+                sdk, timeouts,
+            )),
+        }
+    }
+
+    /// The event a worker invocation receives: a Function URL (payload 2.0) `POST <path>`.
+    fn event(path: &str, token: &str, task_id: &str, round: u32) -> Value {
+        let body = json!({ "taskId": task_id, "round": round }).to_string();
+        let now = now_ms();
+        json!({
+            "version": "2.0",
+            "routeKey": "$default",
+            "rawPath": path,
+            "rawQueryString": "",
+            "headers": {
+                "content-type": "application/json",
+                "host": "localhost",
+                super::round_token::HEADER: token,
+            },
+            "requestContext": {
+                "accountId": "self",
+                "apiId": "self",
+                "domainName": "localhost",
+                "domainPrefix": "localhost",
+                "http": {
+                    "method": "POST",
+                    "path": path,
+                    "protocol": "HTTP/1.1",
+                    "sourceIp": "127.0.0.1",
+                    "userAgent": "mcp-lambda-task-round",
+                },
+                "requestId": format!("task-round-{task_id}-{round}"),
+                "routeKey": "$default",
+                "stage": "$default",
+                "time": "",
+                "timeEpoch": now,
+            },
+            "isBase64Encoded": false,
+            "body": body,
+        })
+    }
 }
 
 /// Task settings (`MCP_TASK_*`).
@@ -109,9 +179,11 @@ impl TaskSettings {
         })
     }
 
-    /// The task engine for this deployment, its rounds run on this process's runtime: the
-    /// store is DynamoDB on `MCP_HANDLES_TABLE` when it is set (sharing the handle store's
-    /// connection), otherwise in memory.
+    /// The task engine for this deployment: the store is DynamoDB on `MCP_HANDLES_TABLE` when
+    /// it is set (sharing the handle store's connection), otherwise in memory. Locally rounds
+    /// run on this process's runtime ([`Dispatch::Local`]); on Lambda (`AWS_LAMBDA_RUNTIME_API`
+    /// set) they are handed to the Lambda service (`Dispatch::Lambda`, which needs the
+    /// `aws-secrets` feature), and `MCP_HANDLES_TABLE` is required.
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -124,14 +196,47 @@ impl TaskSettings {
         &self,
         handles: &crate::handles::HandleSettings,
     ) -> Result<Arc<Tasks>, crate::handles::OpenError> {
+        let on_lambda = std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some();
+        if on_lambda && handles.table.is_none() {
+            return Err(crate::handles::OpenError::Table {
+                table: "(MCP_HANDLES_TABLE is not set)".into(),
+                reason: "tasks on Lambda need a store every invocation shares: set \
+                         MCP_HANDLES_TABLE, or leave tasks off"
+                    .into(),
+            });
+        }
         let store: Arc<dyn TaskStore> = match &handles.table {
             #[cfg(feature = "dynamodb")]
             Some(table) => {
                 let sdk = crate::aws::shared_config(&handles.timeouts).await;
-                Arc::new(super::DynamoDbTaskStore::new(
+                let store = Arc::new(super::DynamoDbTaskStore::new(
                     aws_sdk_dynamodb::Client::new(&sdk),
                     table.clone(),
-                ))
+                ));
+                #[cfg(not(feature = "aws-secrets"))]
+                if on_lambda {
+                    return Err(crate::handles::OpenError::Table {
+                        table: table.clone(),
+                        reason: "tasks on Lambda hand rounds to the Lambda service with a signed \
+                                 Invoke, which needs the `aws-secrets` feature"
+                            .into(),
+                    });
+                }
+                #[cfg(feature = "aws-secrets")]
+                if on_lambda {
+                    let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").map_err(|_| {
+                        crate::handles::OpenError::Table {
+                            table: table.clone(),
+                            reason: "AWS_LAMBDA_FUNCTION_NAME is not set (Lambda sets it): \
+                                     rounds are handed to this function"
+                                .into(),
+                        }
+                    })?;
+                    let dispatch =
+                        Dispatch::Lambda(LambdaDispatch::new(function, &sdk, &handles.timeouts));
+                    return Ok(Tasks::new(store, dispatch, self.clone()));
+                }
+                store
             }
             #[cfg(not(feature = "dynamodb"))]
             Some(table) => {
@@ -152,6 +257,10 @@ pub struct Tasks {
     dispatch: Dispatch,
     settings: TaskSettings,
     runner: OnceLock<Arc<dyn ToolRunner>>,
+    /// Signs and checks round tokens; set with the runner.
+    keys: OnceLock<super::round_token::RoundKeys>,
+    /// The MCP path a worker invocation is sent to; set with the runner.
+    path: OnceLock<String>,
 }
 
 impl std::fmt::Debug for Tasks {
@@ -218,6 +327,8 @@ impl Tasks {
             dispatch,
             settings,
             runner: OnceLock::new(),
+            keys: OnceLock::new(),
+            path: OnceLock::new(),
         })
     }
 
@@ -226,14 +337,36 @@ impl Tasks {
         matches!(self.dispatch, Dispatch::Local)
     }
 
+    /// How long a local worker's claim on a round holds.
+    pub(crate) fn lease(&self) -> Duration {
+        self.settings.lease
+    }
+
     /// The store behind it.
     pub fn store(&self) -> &Arc<dyn TaskStore> {
         &self.store
     }
 
-    /// Connects the worker side to the service (once, at start-up).
-    pub(crate) fn set_runner(&self, runner: Arc<dyn ToolRunner>) {
+    /// Connects the worker side to the service (once, at start-up): the runner, the MCP path
+    /// and the request-state keys round tokens are derived from.
+    pub(crate) fn set_runner(
+        &self,
+        runner: Arc<dyn ToolRunner>,
+        path: &str,
+        request_state_keys: &[Vec<u8>],
+    ) {
         let _ = self.runner.set(runner);
+        let _ = self.path.set(path.to_owned());
+        let _ = self
+            .keys
+            .set(super::round_token::RoundKeys::derive(request_state_keys));
+    }
+
+    /// Whether `token` lets its bearer run `round` of `task_id` now.
+    pub(crate) fn round_token_ok(&self, token: &str, task_id: &str, round: u32) -> bool {
+        self.keys
+            .get()
+            .is_some_and(|keys| keys.verify(token, task_id, round, now_ms()))
     }
 
     /// Records a task for `params` (durably) and hands round 0 to a worker.
@@ -265,15 +398,74 @@ impl Tasks {
         );
         // Durable first: no CreateTaskResult for a task another instance could not find.
         self.store.create(&record).await.map_err(internal)?;
-        self.dispatch(id, 0);
+        self.dispatch(id, 0).await?;
         Ok(CreateTaskResult::new(task_of(&record, TaskStatus::Working)))
     }
 
-    fn dispatch(self: &Arc<Self>, id: HandleId, round: u32) {
-        match self.dispatch {
+    /// Hands `round` to a worker. When that fails the round is recorded as failed (so no
+    /// `tasks/get` sees it working forever) and the caller hears a -32603.
+    async fn dispatch(self: &Arc<Self>, id: HandleId, round: u32) -> Result<(), ErrorData> {
+        match &self.dispatch {
             Dispatch::Local => {
                 let engine = self.clone();
                 tokio::spawn(async move { engine.run_round(id, round).await });
+                Ok(())
+            }
+            #[cfg(all(feature = "dynamodb", feature = "aws-secrets"))]
+            Dispatch::Lambda(lambda) => {
+                let task_id = id.to_string();
+                let token = self.keys.get().and_then(|keys| {
+                    keys.sign(
+                        &task_id,
+                        round,
+                        now_ms() + super::round_token::TOKEN_LIFETIME_MS,
+                    )
+                });
+                let path = self.path.get().map_or("/mcp", String::as_str);
+                let sent = match token {
+                    None => Err("the server was not built (no round-token key)".to_string()),
+                    Some(token) => {
+                        let event = LambdaDispatch::event(path, &token, &task_id, round);
+                        lambda
+                            .client
+                            .invoke_event(&lambda.function, event.to_string().as_bytes())
+                            .await
+                            .map_err(|e| e.to_string())
+                    }
+                };
+                match sent {
+                    Ok(()) => Ok(()),
+                    Err(reason) => {
+                        tracing::error!(%reason, function = %lambda.function, "could not hand a task round to Lambda");
+                        self.fail_undispatched(id, round).await;
+                        Err(ErrorData::internal_error(
+                            "the task could not be handed to a worker; try again shortly",
+                            None,
+                        ))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records `round` as failed: claimed here (nobody else could have it: it was never sent)
+    /// and finished at once.
+    #[cfg(all(feature = "dynamodb", feature = "aws-secrets"))]
+    async fn fail_undispatched(&self, id: HandleId, round: u32) {
+        let until = now_ms() + self.settings.lease.as_millis() as u64;
+        let error = RoundEnd::Failed(json!({
+            "code": -32603,
+            "message": "the task could not be handed to a worker",
+        }));
+        match self.store.claim(id, round, until).await {
+            Ok(Some(_)) => {
+                if let Err(error) = self.store.finish(id, round, &error).await {
+                    tracing::warn!(%error, "could not record an undispatched round as failed");
+                }
+            }
+            Ok(None) => {}
+            Err(error) => {
+                tracing::warn!(%error, "could not record an undispatched round as failed")
             }
         }
     }
@@ -303,7 +495,7 @@ impl Tasks {
             && record.pending.is_empty()
             && !record.cancel_requested
         {
-            self.dispatch(id, record.round);
+            self.dispatch(id, record.round).await?;
         }
         Ok(())
     }
@@ -318,17 +510,28 @@ impl Tasks {
     /// A worker: claims `round` and runs it to its end, looking for a cancel every poll
     /// interval. A second delivery of the same round finds it claimed and does nothing.
     pub async fn run_round(self: Arc<Self>, id: HandleId, round: u32) {
+        let lease_until = now_ms() + self.settings.lease.as_millis() as u64;
+        self.run_round_until(id, round, lease_until).await;
+    }
+
+    /// [`run_round`](Self::run_round) with a claim that holds until `lease_until_ms` (on
+    /// Lambda: the worker invocation's deadline). Whether this call claimed the round and ran it.
+    pub async fn run_round_until(
+        self: Arc<Self>,
+        id: HandleId,
+        round: u32,
+        lease_until_ms: u64,
+    ) -> bool {
         let Some(runner) = self.runner.get().cloned() else {
             tracing::error!("a task round was dispatched before the server was built");
-            return;
+            return false;
         };
-        let lease_until = now_ms() + self.settings.lease.as_millis() as u64;
-        let task = match self.store.claim(id, round, lease_until).await {
+        let task = match self.store.claim(id, round, lease_until_ms).await {
             Ok(Some(task)) => task,
-            Ok(None) => return,
+            Ok(None) => return false,
             Err(error) => {
                 tracing::warn!(%error, "could not claim a task round");
-                return;
+                return false;
             }
         };
         let mut params = task.call["params"].clone();
@@ -368,6 +571,7 @@ impl Tasks {
             Ok(false) => tracing::debug!("a task round ended after its claim was gone"),
             Err(error) => tracing::warn!(%error, "could not record a task round's end"),
         }
+        true
     }
 }
 
@@ -393,8 +597,28 @@ fn round_end(output: RoundOutput) -> RoundEnd {
 }
 
 /// The task as a client sees it now: a cancel asked for while it waits for input shows as
-/// `cancelled`; a round whose worker's claim ran out shows as `failed`.
+/// `cancelled`; a round whose worker's claim ran out shows as `failed`, and so does a round
+/// handed out that no worker claimed while its round token was good (an asynchronous invocation
+/// the Lambda service dropped): no worker can claim it any more.
 fn visible(record: &TaskRecord, now: u64) -> (TaskStatus, Option<Value>) {
+    let ready = match record.state {
+        TaskState::Working => true,
+        TaskState::InputRequired => record.pending.is_empty() && !record.cancel_requested,
+        _ => false,
+    };
+    let unclaimed = record.claimed.is_none_or(|(round, _)| round < record.round);
+    if ready
+        && unclaimed
+        && now > record.updated_at_ms + super::round_token::TOKEN_LIFETIME_MS + 60_000
+    {
+        return (
+            TaskStatus::Failed,
+            Some(json!({
+                "code": -32603,
+                "message": "no worker picked this task up in time",
+            })),
+        );
+    }
     match record.state {
         TaskState::InputRequired if record.cancel_requested => (TaskStatus::Cancelled, None),
         TaskState::Working if record.claimed.is_some_and(|(_, until)| until < now) => (
@@ -473,6 +697,24 @@ fn detailed(record: &TaskRecord, now: u64) -> DetailedTask {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_round_no_worker_claimed_before_its_token_expired_reads_failed() {
+        let record = TaskRecord::new(
+            HandleId::random().unwrap(),
+            "o",
+            json!({}),
+            1000,
+            3_600_000,
+            1000,
+        );
+        let soon = 1000 + super::super::round_token::TOKEN_LIFETIME_MS;
+        assert_eq!(visible(&record, soon).0, TaskStatus::Working);
+        assert_eq!(visible(&record, soon + 60_001).0, TaskStatus::Failed);
+        let mut claimed = record.clone();
+        claimed.claimed = Some((0, u64::MAX));
+        assert_eq!(visible(&claimed, soon + 60_001).0, TaskStatus::Working);
+    }
 
     #[test]
     fn timestamps_are_iso_8601_utc() {

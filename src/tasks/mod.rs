@@ -19,11 +19,14 @@ mod dynamodb;
 mod engine;
 mod memory;
 mod record;
+pub(crate) mod round_token;
 mod store;
 
 #[cfg(feature = "dynamodb")]
 pub use dynamodb::{DynamoDbTaskStore, MAX_ANSWER_KEYS, MAX_KEY_BYTES, MAX_TASK_BYTES};
 pub(crate) use engine::EXTENSION;
+#[cfg(all(feature = "dynamodb", feature = "aws-secrets"))]
+pub use engine::LambdaDispatch;
 pub use engine::{Dispatch, RoundOutput, TaskSettings, Tasks, ToolRunner};
 pub use memory::{MAX_MEMORY_TASKS, MemoryTaskStore};
 pub use record::{TaskRecord, TaskState};

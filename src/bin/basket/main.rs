@@ -18,8 +18,10 @@
 //!
 //! The tools: `create_basket` returns a `basket_id`; `add_item`, `remove_item`, `view_basket`,
 //! `checkout` and `place_order` take it. `place_order` takes a few seconds and reports progress;
-//! run locally, a client that declares the tasks extension gets it as a durable task
-//! (`MCP_TASK_*`; in DynamoDB with `MCP_HANDLES_TABLE`) to poll with `tasks/get`. A basket belongs to the caller's principal and expires after the TTL
+//! a client that declares the tasks extension gets it as a durable task (`MCP_TASK_*`; in
+//! DynamoDB with `MCP_HANDLES_TABLE`) to poll with `tasks/get` — locally always, on Lambda when
+//! `MCP_HANDLES_TABLE` is set (each round then runs in an asynchronous invocation of the same
+//! function, which needs `lambda:InvokeFunction` on itself). A basket belongs to the caller's principal and expires after the TTL
 //! of inactivity; an expired or unknown `basket_id` gets a tool error telling the caller to
 //! create a new basket.
 //!
@@ -55,11 +57,12 @@ async fn main() -> anyhow::Result<()> {
     // Changes to a basket reach its owner's `subscriptions/listen` streams on every instance.
     let changes = config.listen.open(&config.handles, handles.clone()).await?;
     let basket = Basket::new(handles, config.handles.ttl).with_changes(changes.clone());
-    // Tasks run on this process's runtime: locally only, until the hand-off to the Lambda
-    // service exists (issue 12); on Lambda place_order answers in the request.
+    // place_order may run as a durable task: locally on this process's runtime; on Lambda each
+    // round is handed to the Lambda service (an asynchronous invocation of this function), which
+    // needs a store every invocation shares, so there only with MCP_HANDLES_TABLE.
     let tasks = match config.mode {
-        mcp_lambda::config::Mode::Local => Some(config.tasks.open(&config.handles).await?),
-        mcp_lambda::config::Mode::Lambda => None,
+        mcp_lambda::config::Mode::Lambda if config.handles.table.is_none() => None,
+        _ => Some(config.tasks.open(&config.handles).await?),
     };
     let mut app = mcp_lambda::App::new(config)
         .changes(&changes)
