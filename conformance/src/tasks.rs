@@ -53,6 +53,7 @@ pub(crate) fn policy(tool: &str) -> TaskPolicy {
             TaskPolicy::Optional
         }
         "failing_job" => TaskPolicy::Required,
+        "test_tool_with_task" => TaskPolicy::RequiredAfterInput,
         _ => TaskPolicy::Never,
     }
 }
@@ -115,6 +116,23 @@ pub(crate) async fn call(
                 None => Ok(input_required([(
                     "confirm",
                     elicit(&format!("Delete {file}?"), "confirm", "boolean"),
+                )])
+                .into()),
+            }
+        }
+        "test_tool_with_task" => {
+            // The harness answers the first key it was asked, with `content.name`.
+            let name = request
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.values().next())
+                .filter(|answer| answer["action"] == "accept")
+                .and_then(|answer| answer["content"]["name"].as_str().map(str::to_owned));
+            match name {
+                Some(name) => Ok(text(format!("Hello, {name}! (from a task)"))),
+                None => Ok(input_required([(
+                    "user_name",
+                    elicit("What is your name?", "name", "string"),
                 )])
                 .into()),
             }

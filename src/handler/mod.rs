@@ -472,6 +472,14 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             let declared = context
                 .client_capabilities()
                 .is_some_and(|c| c.supports_tasks());
+            // Input gathered MRTR style in the request comes first; the answers' call is the task.
+            let policy = match policy {
+                TaskPolicy::RequiredAfterInput if declared && request.input_responses.is_none() => {
+                    TaskPolicy::Never
+                }
+                TaskPolicy::RequiredAfterInput => TaskPolicy::Required,
+                other => other,
+            };
             match (policy, declared) {
                 (TaskPolicy::Optional | TaskPolicy::Required, true) => {
                     let (owner, caller) = owner_of(&context);

@@ -45,6 +45,11 @@ pub enum TaskPolicy {
     Optional,
     /// Only as a task: a client that did not declare the extension gets -32021.
     Required,
+    /// Only as a task, once its input is gathered: a call without `inputResponses` runs in the
+    /// request (the tool's contract: that round only asks, with `input_required`, MRTR
+    /// style), and the call that brings the answers becomes the task. A client that did not
+    /// declare the extension gets -32021.
+    RequiredAfterInput,
 }
 
 pub(crate) fn now_ms() -> u64 {
