@@ -146,8 +146,12 @@ impl App {
                 Announced::of(&info.capabilities),
                 config.listen.clone(),
                 shutdown.clone(),
+                self.tasks.is_some(),
             ))
         });
+        if let (Some(listener), Some((tasks, _))) = (&listen, &self.tasks) {
+            listener.feed.attach_task_store(tasks.store().clone());
+        }
         let supported_versions = probe
             .supported_protocol_versions()
             .iter()

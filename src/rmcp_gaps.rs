@@ -11,9 +11,20 @@
 //! | [`decodes_like_rmcp`], [`may_hide_decoding_gap`] | answers an unreadable message with a plain-text 415, and `params` that do not fit a method's type with -32601 (it falls back to a custom request) | `http/envelope.rs` |
 //! | [`list_cursor_is_not_a_string`] | silently drops a list `cursor` of the wrong type (serves the first page instead of -32602) | `http/envelope.rs` |
 //! | [`stamp_server_info`] | puts `_meta["io.modelcontextprotocol/serverInfo"]` on `server/discover` only | `handler/mod.rs` |
+//! | [`acknowledge_task_ids`] | `SubscriptionFilter` has no `taskIds` (the tasks extension), so its acknowledgment cannot name the accepted ones | `http/pipeline.rs` |
+//! | [`send_task_status`] | `SubscriptionSink::send` refuses `notifications/tasks` | `listen/stream.rs` |
 
-use http::{HeaderMap, HeaderValue, header};
-use rmcp::model::MetaObject;
+use std::convert::Infallible;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Response, header};
+use http_body_util::{BodyExt, StreamBody, combinators::BoxBody};
+use hyper::body::Frame;
+use rmcp::model::{
+    DetailedTask, GetMeta, MetaObject, RequestId, ServerNotification, TaskStatusNotification,
+    TaskStatusNotificationParams,
+};
+use rmcp::service::{Peer, RoleServer, ServiceError};
 use serde_json::Value;
 
 /// Trims optional whitespace (RFC 9110 §5.5) from the `Mcp-*` headers, so
@@ -172,6 +183,148 @@ pub(crate) fn stamp_server_info(meta: &mut Option<MetaObject>, server_info: &Val
         .insert(SERVER_INFO_KEY.to_owned(), server_info.clone());
 }
 
+/// The most of a listen response read while looking for its acknowledgment (it comes first;
+/// past this the response passes unchanged).
+const ACKNOWLEDGMENT_SEARCH_BYTES: usize = 256 * 1024;
+
+/// Adds `notifications.taskIds` (the accepted task ids) to the acknowledgment of a listen
+/// response; every other byte passes unchanged, as rmcp wrote it.
+///
+/// rmcp 3.11: `SubscriptionFilter` has no `taskIds`, so the acknowledgment it writes cannot
+/// echo the accepted ones, as the tasks extension requires.
+pub(crate) fn acknowledge_task_ids(
+    response: Response<BoxBody<Bytes, Infallible>>,
+    task_ids: Vec<String>,
+) -> Response<BoxBody<Bytes, Infallible>> {
+    let event_stream = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !event_stream {
+        // A JSON answer is an error: nothing was acknowledged.
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    struct State {
+        body: BoxBody<Bytes, Infallible>,
+        pending: Vec<u8>,
+        /// `Some` until the acknowledgment has been rewritten.
+        task_ids: Option<Vec<String>>,
+    }
+    let state = State {
+        body,
+        pending: Vec::new(),
+        task_ids: Some(task_ids),
+    };
+    let frames = futures::stream::unfold(state, |mut state| async move {
+        loop {
+            let Some(frame) = state.body.frame().await else {
+                // The stream ended: whatever was held back goes out as it came.
+                if state.pending.is_empty() {
+                    return None;
+                }
+                let rest = Bytes::from(std::mem::take(&mut state.pending));
+                return Some((Ok::<_, Infallible>(Frame::data(rest)), state));
+            };
+            let Ok(frame) = frame;
+            let data = match frame.into_data() {
+                Ok(data) => data,
+                Err(other) => return Some((Ok(other), state)),
+            };
+            let Some(task_ids) = state.task_ids.as_ref() else {
+                return Some((Ok(Frame::data(data)), state));
+            };
+            state.pending.extend_from_slice(&data);
+            let mut out = Vec::new();
+            while let Some(end) = event_end(&state.pending) {
+                let event: Vec<u8> = state.pending.drain(..end).collect();
+                match with_task_ids(&event, task_ids) {
+                    Some(rewritten) => {
+                        out.extend_from_slice(&rewritten);
+                        out.append(&mut state.pending);
+                        state.task_ids = None;
+                        break;
+                    }
+                    None => out.extend_from_slice(&event),
+                }
+            }
+            if state.task_ids.is_some() && state.pending.len() > ACKNOWLEDGMENT_SEARCH_BYTES {
+                out.append(&mut state.pending);
+                state.task_ids = None;
+            }
+            if !out.is_empty() {
+                return Some((Ok(Frame::data(Bytes::from(out))), state));
+            }
+        }
+    });
+    Response::from_parts(parts, BoxBody::new(StreamBody::new(frames)))
+}
+
+/// Where the first complete SSE event in `buffer` ends (after its blank line).
+fn event_end(buffer: &[u8]) -> Option<usize> {
+    let find = |needle: &[u8]| {
+        buffer
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .map(|at| at + needle.len())
+    };
+    match (find(b"\n\n"), find(b"\r\n\r\n")) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The event with `taskIds` added, if it is the acknowledgment.
+fn with_task_ids(event: &[u8], task_ids: &[String]) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(event).ok()?;
+    let data: String = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|d| d.strip_prefix(' ').unwrap_or(d))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut message: Value = serde_json::from_str(&data).ok()?;
+    if message.get("method")?.as_str()? != "notifications/subscriptions/acknowledged" {
+        return None;
+    }
+    let notifications = message
+        .pointer_mut("/params/notifications")?
+        .as_object_mut()?;
+    notifications.insert("taskIds".into(), Value::from(task_ids.to_vec()));
+    let mut out = String::with_capacity(event.len() + 64);
+    for line in text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with("data:"))
+    {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str("data: ");
+    out.push_str(&serde_json::to_string(&message).ok()?);
+    out.push_str("\n\n");
+    Some(out.into_bytes())
+}
+
+/// Sends `notifications/tasks` with `task` on the listen stream `subscription` (the listen
+/// request's id, in `_meta` as on every stream message).
+///
+/// rmcp 3.11: `SubscriptionSink::send` refuses task status notifications (its filter has no
+/// `taskIds`), so the stream sends them through the request's peer, as the sink would.
+pub(crate) async fn send_task_status(
+    peer: &Peer<RoleServer>,
+    subscription: &RequestId,
+    task: DetailedTask,
+) -> Result<(), ServiceError> {
+    let mut notification = ServerNotification::TaskStatusNotification(TaskStatusNotification::new(
+        TaskStatusNotificationParams::new(task),
+    ));
+    notification
+        .get_meta_mut()
+        .set_subscription_id(subscription.clone());
+    peer.send_notification(notification).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,6 +382,38 @@ mod tests {
             headers[header::ACCEPT],
             "application/json, text/event-stream"
         );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_acknowledgment_gains_the_task_ids_and_nothing_else_changes() {
+        let ack = r#"{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{},"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}"#;
+        let later = "data: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\n";
+        // Split mid-event, as a network would.
+        let whole = format!("event: message\ndata: {ack}\n\n{later}");
+        let (a, b) = whole.split_at(20);
+        let chunks = vec![
+            Ok::<_, Infallible>(Frame::data(Bytes::from(a.to_owned()))),
+            Ok(Frame::data(Bytes::from(b.to_owned()))),
+        ];
+        let response = Response::builder()
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .body(BoxBody::new(StreamBody::new(futures::stream::iter(chunks))))
+            .unwrap();
+        let response = acknowledge_task_ids(response, vec!["t-1".into()]);
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let text = std::str::from_utf8(&bytes).unwrap();
+        let (first, rest) = text.split_once("\n\n").unwrap();
+        assert!(first.starts_with("event: message\ndata: "), "{first}");
+        let message: Value = serde_json::from_str(first.split_once("data: ").unwrap().1).unwrap();
+        assert_eq!(
+            message["params"]["notifications"]["taskIds"],
+            serde_json::json!(["t-1"])
+        );
+        assert_eq!(
+            message["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            7
+        );
+        assert_eq!(rest, later);
     }
 
     #[test]

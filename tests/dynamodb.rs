@@ -1145,6 +1145,64 @@ async fn the_change_feed_reads_every_watched_item_in_one_request() {
     let both = feed.read(&twice).await.unwrap();
     assert_eq!(proxy.take(), ["BatchGetItem"]);
     assert_eq!(both, [again[3].clone(), Observed::Absent]);
+
+    // Tasks are read in the same request, their view only (never the call's arguments), and
+    // bound to their owner like handles.
+    use mcp_lambda::tasks::{DynamoDbTaskStore, RoundEnd, TaskRecord, TaskState, TaskStore};
+    let tasks = DynamoDbTaskStore::new(client(&endpoint, &timeouts()).await, TABLE);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let big_call = json!({"params": {"arguments": {"blob": "x".repeat(100_000)}}});
+    let task = TaskRecord::new(
+        HandleId::random().unwrap(),
+        &alice,
+        big_call,
+        now,
+        60_000,
+        500,
+    );
+    tasks.create(&task).await.unwrap();
+    let mut with_tasks = watches.clone();
+    with_tasks.push(Watch::Task {
+        owner: alice.clone(),
+        id: task.id,
+    });
+    with_tasks.push(Watch::Task {
+        owner: bob.clone(),
+        id: task.id,
+    });
+    proxy.take();
+    let seen = feed.read(&with_tasks).await.unwrap();
+    assert_eq!(
+        proxy.take(),
+        ["BatchGetItem"],
+        "21 items, tasks included, one request"
+    );
+    let Observed::Task(read) = &seen[19] else {
+        panic!("the owner's task: {:?}", seen[19]);
+    };
+    assert_eq!((read.id, read.state), (task.id, TaskState::Working));
+    assert_eq!(read.call, Value::Null, "a listener never reads the call");
+    assert_eq!(seen[20], Observed::Absent, "another owner's watch of it");
+    assert!(
+        tasks
+            .claim(task.id, 0, now + 60_000)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let end = RoundEnd::Completed(json!({"content": [], "isError": false}));
+    assert!(tasks.finish(task.id, 0, &end).await.unwrap());
+    proxy.take();
+    let after = feed.read(&with_tasks).await.unwrap();
+    assert_eq!(proxy.take(), ["BatchGetItem"]);
+    let Observed::Task(read) = &after[19] else {
+        panic!("the finished task: {:?}", after[19]);
+    };
+    assert_eq!(read.state, TaskState::Completed);
+    assert_eq!(read.result, Some(json!({"content": [], "isError": false})));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -1,7 +1,9 @@
 //! The task engine through the real service, in process: a task created by one request is run
 //! by a worker and read by another; a worker that stops is reported `failed`, never `working`
 //! forever; a second delivery of the same round runs nothing; a task belongs to its caller.
-//! Every case runs on the in-memory store and on DynamoDB Local.
+//! Every case runs on the in-memory store and on DynamoDB Local. `notifications/tasks` on a
+//! `subscriptions/listen` stream runs on both feeds (memory; DynamoDB, the task read in the
+//! poll's one `BatchGetItem`).
 
 mod support;
 
@@ -9,9 +11,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use http::Request;
+use http_body_util::{Full, combinators::BoxBody};
 use mcp_lambda::handles::HandleId;
+use mcp_lambda::listen::{Changes, DynamoDbFeed, MemoryFeed};
 use mcp_lambda::tasks::{
-    Dispatch, DynamoDbTaskStore, MemoryTaskStore, TaskPolicy, TaskSettings, TaskStore, Tasks,
+    Dispatch, DynamoDbTaskStore, MemoryTaskStore, TaskPolicy, TaskRecord, TaskSettings, TaskStore,
+    Tasks,
 };
 use mcp_lambda::{App, McpService};
 use rmcp::{
@@ -24,6 +31,7 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 use support::fixture;
+use tower::ServiceExt as _;
 
 /// `work` sleeps `ms` and counts how often it ran.
 #[derive(Clone)]
@@ -103,13 +111,24 @@ struct Setup {
 }
 
 fn setup(settings: TaskSettings, store: Arc<dyn TaskStore>) -> Setup {
+    setup_listening(settings, store, None)
+}
+
+/// A server that also serves `subscriptions/listen` from `changes` (polling every 100 ms).
+fn setup_listening(
+    settings: TaskSettings,
+    store: Arc<dyn TaskStore>,
+    changes: Option<Changes>,
+) -> Setup {
     let tasks = Tasks::new(store, Dispatch::Local, settings);
     let runs = Arc::new(AtomicUsize::new(0));
     let worker = Worker { runs: runs.clone() };
-    let service = App::new(fixture::config(&[]))
-        .tasks(tasks.clone(), |_tool: &str| TaskPolicy::Optional)
-        .server(move || worker.clone())
-        .service();
+    let mut app = App::new(fixture::config(&[("MCP_LISTEN_POLL_MS", "100")]))
+        .tasks(tasks.clone(), |_tool: &str| TaskPolicy::Optional);
+    if let Some(changes) = &changes {
+        app = app.changes(changes);
+    }
+    let service = app.server(move || worker.clone()).service();
     Setup {
         service,
         tasks,
@@ -292,6 +311,217 @@ async fn an_input_round_is_answered_through_tasks_update(store: Arc<dyn TaskStor
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["result"]["content"][0]["text"], "Hello, \"Ada\"");
     assert_eq!(s.runs.load(Ordering::SeqCst), 2, "two rounds");
+}
+
+type Stream = support::sse::ListenStream<BoxBody<Bytes, std::convert::Infallible>>;
+
+/// A `subscriptions/listen` for `task_ids`; `declared`: the client declared the tasks extension.
+async fn listen_for_tasks(
+    service: &McpService<Worker>,
+    task_ids: Value,
+    declared: bool,
+) -> Result<Stream, fixture::Answer> {
+    let id = json!("listen-1");
+    let (headers, body) = fixture::modern(
+        id.clone(),
+        "subscriptions/listen",
+        json!({"notifications": {"taskIds": task_ids}}),
+    );
+    let mut body: Value = serde_json::from_slice(&body).unwrap();
+    if declared {
+        body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+            json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    }
+    let mut request = Request::builder()
+        .method("POST")
+        .uri("http://127.0.0.1:3000/mcp")
+        .header("host", "127.0.0.1:3000");
+    for (k, v) in headers.iter().filter(|(k, _)| k != "content-length") {
+        request = request.header(k.as_str(), v.as_str());
+    }
+    let request = request
+        .body(Full::new(Bytes::from(serde_json::to_vec(&body).unwrap())))
+        .unwrap();
+    let response = service.clone().oneshot(request).await.unwrap();
+    let streaming = response
+        .headers()
+        .get("content-type")
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if response.status() == 200 && streaming {
+        return Ok(Stream::new(id, response.into_body()));
+    }
+    let (parts, body) = response.into_parts();
+    use http_body_util::BodyExt as _;
+    let bytes = body.collect().await.unwrap().to_bytes();
+    Err(fixture::Answer {
+        status: parts.status,
+        headers: parts.headers,
+        text: String::from_utf8_lossy(&bytes).into_owned(),
+    })
+}
+
+/// `tasks/get`'s task, as a `notifications/tasks` carries it (no `resultType`, no `_meta`).
+fn as_notified(mut got: Value) -> Value {
+    let task = got["result"].as_object_mut().unwrap();
+    task.remove("resultType");
+    task.remove("_meta");
+    got["result"].take()
+}
+
+/// The listener hears each state of its own task, each notification what `tasks/get` answers,
+/// and the stream ends with its result once the task is finished; ids that are not the caller's
+/// live tasks are dropped from the acknowledgment alike.
+async fn task_notifications_follow_a_task_to_its_end(store: Arc<dyn TaskStore>, changes: Changes) {
+    let s = setup_listening(settings(30_000), store.clone(), Some(changes));
+    let id = create(&s.service, 700).await;
+    // Someone else's live task, a task that does not exist, and no task id at all.
+    let foreign = TaskRecord::new(
+        HandleId::random().unwrap(),
+        "https://issuer#someone-else",
+        json!({}),
+        mcp_now_ms(),
+        60_000,
+        1000,
+    );
+    store.create(&foreign).await.unwrap();
+    let asked = json!([
+        id,
+        foreign.id.to_string(),
+        HandleId::random().unwrap().to_string(),
+        "not-a-task"
+    ]);
+    let mut stream = listen_for_tasks(&s.service, asked, true)
+        .await
+        .unwrap_or_else(|answer| panic!("listen refused: {} {}", answer.status, answer.text));
+    let accepted = stream.acknowledged().await;
+    assert_eq!(
+        accepted,
+        json!({"taskIds": [id]}),
+        "only the caller's live task"
+    );
+
+    let first = stream
+        .next(Duration::from_secs(5))
+        .await
+        .expect("the task's state now");
+    assert_eq!(first["method"], "notifications/tasks", "{first}");
+    assert_eq!(first["params"]["taskId"], id.as_str());
+    assert_eq!(first["params"]["status"], "working", "{first}");
+    assert_eq!(
+        first["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "listen-1"
+    );
+    // Then one per change, the last one final, and the closing result.
+    let rest = stream.closing_result(Duration::from_secs(10)).await;
+    let last = rest.last().expect("a notification for the task's end");
+    assert!(
+        rest.iter().all(|m| m["method"] == "notifications/tasks"),
+        "only task notifications on this stream: {rest:?}"
+    );
+    assert_eq!(last["params"]["status"], "completed", "{last}");
+    let mut notified = last["params"].clone();
+    notified.as_object_mut().unwrap().remove("_meta");
+    assert_eq!(notified, as_notified(get(&s.service, &id).await));
+    assert_eq!(
+        notified["result"]["content"][0]["text"], "worked 700 ms",
+        "the whole task, result included"
+    );
+}
+
+fn mcp_now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+#[tokio::test]
+async fn task_notifications_on_the_memory_feed() {
+    task_notifications_follow_a_task_to_its_end(
+        Arc::new(MemoryTaskStore::new()),
+        Changes::new(MemoryFeed::new(None)),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_notifications_on_the_dynamodb_feed() {
+    let Some(store) = dynamodb_store().await else {
+        return;
+    };
+    let endpoint = support::dynamodb::endpoint("task notifications on DynamoDB").unwrap();
+    let client = support::dynamodb::client(&endpoint, &support::dynamodb::timeouts()).await;
+    let feed = Changes::new(DynamoDbFeed::new(client, support::dynamodb::TABLE));
+    task_notifications_follow_a_task_to_its_end(store, feed).await;
+}
+
+/// A finished task is told at once, and the stream, with nothing left to watch, ends.
+#[tokio::test]
+async fn a_listen_for_a_finished_task_tells_its_end_and_closes() {
+    let s = setup_listening(
+        settings(30_000),
+        Arc::new(MemoryTaskStore::new()),
+        Some(Changes::new(MemoryFeed::new(None))),
+    );
+    let id = create(&s.service, 0).await;
+    until_terminal(&s.service, &id).await;
+    let mut stream = listen_for_tasks(&s.service, json!([id]), true)
+        .await
+        .unwrap_or_else(|answer| panic!("listen refused: {}", answer.text));
+    stream.acknowledged().await;
+    let told = stream.closing_result(Duration::from_secs(5)).await;
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0]["params"]["status"], "completed");
+}
+
+/// `taskIds` from a client that did not declare the extension: -32021 naming it, HTTP 400;
+/// ids that are not strings, or too many: -32602.
+#[tokio::test]
+async fn task_ids_need_the_extension_and_a_sane_list() {
+    let s = setup_listening(
+        settings(30_000),
+        Arc::new(MemoryTaskStore::new()),
+        Some(Changes::new(MemoryFeed::new(None))),
+    );
+    let id = create(&s.service, 0).await;
+    let Err(refused) = listen_for_tasks(&s.service, json!([id]), false).await else {
+        panic!("an undeclared client's taskIds were accepted");
+    };
+    assert_eq!(refused.status, 400);
+    assert_eq!(refused.code(), -32021, "{}", refused.text);
+    assert_eq!(
+        refused.json()["error"]["data"]["requiredCapabilities"],
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
+    );
+    for bad in [
+        json!([1, 2]),
+        json!(id),
+        json!(vec![
+            id.clone();
+            mcp_lambda::listen::MAX_TASK_SUBSCRIPTIONS + 1
+        ]),
+    ] {
+        let Err(refused) = listen_for_tasks(&s.service, bad.clone(), true).await else {
+            panic!("taskIds {bad} were accepted");
+        };
+        assert_eq!(
+            (refused.status.as_u16(), refused.code()),
+            (400, -32602),
+            "{}",
+            refused.text
+        );
+    }
+    // Nothing the caller may watch: refused like any filter with nothing left.
+    let Err(refused) = listen_for_tasks(
+        &s.service,
+        json!([HandleId::random().unwrap().to_string()]),
+        true,
+    )
+    .await
+    else {
+        panic!("a listen for an unknown task was accepted");
+    };
+    assert_eq!(refused.code(), -32602, "{}", refused.text);
 }
 
 /// The DynamoDB task store on the test table, or `None` (loudly) outside the DynamoDB script.

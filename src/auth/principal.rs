@@ -44,6 +44,16 @@ impl Principal {
         format!("{}#{}", self.issuer, self.subject)
     }
 
+    /// The owner key of a caller that may be anonymous (auth off): everything an anonymous
+    /// caller creates belongs to `"anonymous"`.
+    ///
+    /// ```
+    /// assert_eq!(mcp_lambda::Principal::owner_of(None), "anonymous");
+    /// ```
+    pub fn owner_of(caller: Option<&Principal>) -> String {
+        caller.map_or_else(|| "anonymous".to_owned(), Principal::owner_key)
+    }
+
     /// Whether the principal holds `scope`.
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scopes.iter().any(|s| s == scope)

@@ -207,9 +207,7 @@ pub(crate) fn record(slot: Option<CacheSlot>, ttl_ms: Option<u64>, scope: Option
 /// The owner key of the request's caller (tasks are bound to it, like handles).
 fn owner_of(context: &RequestContext<RoleServer>) -> (String, Option<Principal>) {
     let caller = Principal::from_request(context);
-    let owner = caller
-        .as_ref()
-        .map_or_else(|| "anonymous".to_owned(), Principal::owner_key);
+    let owner = Principal::owner_of(caller.as_ref());
     (owner, caller)
 }
 

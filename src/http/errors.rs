@@ -21,6 +21,7 @@ pub(crate) mod code {
     pub(crate) const INVALID_PARAMS: i32 = -32602;
     pub(crate) const INTERNAL_ERROR: i32 = -32603;
     pub(crate) const HEADER_MISMATCH: i32 = -32020;
+    pub(crate) const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = -32021;
     pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32022;
 }
 
@@ -55,6 +56,15 @@ pub enum Rejection {
         requested: String,
         /// What this server speaks.
         supported: Vec<String>,
+    },
+    /// The request needs a client capability or extension the client did not declare on it
+    /// (400, -32021, `data.requiredCapabilities` naming it, e.g. `{"extensions":
+    /// {"io.modelcontextprotocol/tasks": {}}}`).
+    MissingCapability {
+        /// What it needs, as `requiredCapabilities` names it.
+        required: Value,
+        /// What asked for it.
+        why: String,
     },
     /// The method does not exist at 2026-07-28 (404, -32601).
     MethodNotFound(String),
@@ -103,6 +113,7 @@ impl Rejection {
             Self::HeaderMismatch(_) => code::HEADER_MISMATCH,
             Self::InvalidParams(_) => code::INVALID_PARAMS,
             Self::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
+            Self::MissingCapability { .. } => code::MISSING_REQUIRED_CLIENT_CAPABILITY,
             Self::MethodNotFound(_) => code::METHOD_NOT_FOUND,
             Self::Unavailable(_) => code::INTERNAL_ERROR,
         }
@@ -135,6 +146,9 @@ impl Rejection {
                 "Unsupported protocol version {requested:?}; this server supports MCP protocol versions: {}",
                 supported.join(", ")
             ),
+            Self::MissingCapability { why, .. } => {
+                format!("Missing required client capability: {why}")
+            }
             Self::MethodNotFound(method) => format!("Method not found: {method}"),
             Self::Unavailable(why) => format!("Unavailable: {why}"),
         }
@@ -148,6 +162,9 @@ impl Rejection {
             } => Some(json!({ "supported": supported, "requested": requested })),
             Self::BodyTooLarge { limit } => Some(json!({ "limit": limit })),
             Self::MethodNotFound(method) => Some(json!({ "method": method })),
+            Self::MissingCapability { required, .. } => {
+                Some(json!({ "requiredCapabilities": required }))
+            }
             _ => None,
         }
     }

@@ -216,19 +216,22 @@ impl<H: ServerHandler> McpService<H> {
         if let Some(auth) = &front.auth {
             bearer::authorize(auth, &mut parts, &checked.method, checked.name.as_deref()).await?;
         }
-        // 7b. What a listen may watch, before rmcp acknowledges it (-32602, 503).
-        let body = match &front.listen {
+        // 7b. What a listen may watch, before rmcp acknowledges it (-32602, -32021, 503).
+        let (body, listen_task_ids) = match &front.listen {
             Some(listener)
                 if checked.method == "subscriptions/listen" && checked.era == Era::Modern =>
             {
                 listen::prepare(listener, &mut parts, body, &checked).await?
             }
-            _ => body,
+            _ => (body, None),
         };
         // 8. rmcp and the wrapped handler; the cache hint comes back through the slot.
         let slot = CacheSlot::default();
         parts.extensions.insert(slot.clone());
-        let response = self.rmcp_step(parts, body, &checked).await?;
+        let mut response = self.rmcp_step(parts, body, &checked).await?;
+        if let Some(task_ids) = listen_task_ids {
+            response = rmcp_gaps::acknowledge_task_ids(response, task_ids);
+        }
         // 9. Cache-Control (and Vary) from the result's hint.
         Ok(cache_headers::apply(response, &slot))
     }

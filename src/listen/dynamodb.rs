@@ -5,10 +5,12 @@
 //! | `l#tools`, `l#prompts`, `l#resources` | `version` (N, +1 per publish), `fp` (S, the latest instance's fingerprint) | [`Change::List`], [`Change::Fingerprint`]: one `UpdateItem` |
 //! | `r#<uri>` | `version` (N), `expires_at` (the table's TTL, [`RESOURCE_ITEM_TTL`] after the last publish) | [`Change::Resource`]: one `UpdateItem` |
 //! | `h#<uuid>` (a handle) | `write_id` (changes with every write but a touch), `owner`, `expires_at_ms`, `deleted` | the handle store; [`Change::Handle`] writes nothing |
+//! | `t#<uuid>` (a task) | what `tasks/get` shows (state, status line, outstanding requests, result or error, times; the task store's `VIEW_ATTRIBUTES`) | the task store |
 //!
 //! A read is one strongly consistent `BatchGetItem` projecting only those attributes (a
-//! handle's data is never read), so one poll costs one request and about one read unit per
-//! watched item whatever its size. Keys DynamoDB leaves unprocessed (throttling) are
+//! handle's data, a task's call and answers are never read), so one poll costs one request
+//! and about one read unit per watched item whatever its size; a finished task's result is
+//! read once, by the poll that sees it finish (the stream then stops watching it). Keys DynamoDB leaves unprocessed (throttling) are
 //! [`Observed::Unknown`] and read again at the next poll.
 
 use std::collections::HashMap;
@@ -51,6 +53,7 @@ fn key(watch: &Watch) -> String {
         Watch::List(list) => format!("l#{}", list.name()),
         Watch::Resource(uri) => format!("r#{uri}"),
         Watch::Handle { id, .. } => crate::handles::partition_key(*id),
+        Watch::Task { id, .. } => format!("t#{id}"),
     }
 }
 
@@ -95,11 +98,41 @@ fn observe(watch: &Watch, item: Option<&Item>) -> Observed {
                 Observed::Absent
             }
         }
+        Watch::Task { owner, .. } => {
+            let now_ms = u64::try_from(now().as_millis()).unwrap_or(u64::MAX);
+            match crate::tasks::dynamodb::view(item, owner, now_ms) {
+                Ok(Some(task)) => Observed::Task(Box::new(task)),
+                Ok(None) => Observed::Absent,
+                // Malformed (already logged by the task store's parser): read again next poll.
+                Err(_) => Observed::Unknown,
+            }
+        }
         _ => Observed::Present(Mark {
             version: number(item, "version").unwrap_or(0),
             tag: text(item, "fp").map(str::to_owned),
         }),
     }
+}
+
+/// The attributes a read of `watches` needs: a task's view only when a task is watched.
+fn projected(watches: &[Watch]) -> Vec<&'static str> {
+    let mut attributes = vec![
+        "pk",
+        "version",
+        "fp",
+        "owner",
+        "expires_at_ms",
+        "deleted",
+        "write_id",
+    ];
+    if watches.iter().any(|w| matches!(w, Watch::Task { .. })) {
+        for name in crate::tasks::dynamodb::VIEW_ATTRIBUTES {
+            if !attributes.contains(&name) {
+                attributes.push(name);
+            }
+        }
+    }
+    attributes
 }
 
 impl DynamoDbFeed {
@@ -186,6 +219,9 @@ impl ChangeFeed for DynamoDbFeed {
             let mut unique: Vec<&String> = keys.iter().collect();
             unique.sort();
             unique.dedup();
+            let attributes = projected(watches);
+            // Placeholders throughout: `state`, `round`, `owner`… are reserved words.
+            let projection: Vec<String> = (0..attributes.len()).map(|i| format!("#a{i}")).collect();
             let request = KeysAndAttributes::builder()
                 .set_keys(Some(
                     unique
@@ -195,14 +231,14 @@ impl ChangeFeed for DynamoDbFeed {
                         })
                         .collect(),
                 ))
-                .projection_expression("#pk, #version, #fp, #owner, #expires, #deleted, #write")
-                .expression_attribute_names("#pk", "pk")
-                .expression_attribute_names("#version", "version")
-                .expression_attribute_names("#fp", "fp")
-                .expression_attribute_names("#owner", "owner")
-                .expression_attribute_names("#expires", "expires_at_ms")
-                .expression_attribute_names("#deleted", "deleted")
-                .expression_attribute_names("#write", "write_id")
+                .projection_expression(projection.join(", "))
+                .set_expression_attribute_names(Some(
+                    projection
+                        .iter()
+                        .zip(&attributes)
+                        .map(|(placeholder, name)| (placeholder.clone(), (*name).to_owned()))
+                        .collect(),
+                ))
                 .consistent_read(true)
                 .build()
                 .map_err(|error| FeedError::Invalid(error.to_string()))?;

@@ -7,6 +7,7 @@ use futures::future::BoxFuture;
 use tokio::sync::watch;
 
 use crate::handles::HandleId;
+use crate::tasks::{TaskRecord, TaskStore};
 
 /// One of the lists a server may change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -64,6 +65,14 @@ pub enum Watch {
         /// The handle.
         id: HandleId,
     },
+    /// A durable task (`notifications/tasks`): present while it is live and `owner`'s. Its
+    /// stores write it; nothing is published.
+    Task {
+        /// Who must own the task (the listener's owner key).
+        owner: String,
+        /// The task.
+        id: HandleId,
+    },
 }
 
 /// The state of a watched item at one read: it changed when the mark changed.
@@ -78,10 +87,13 @@ pub struct Mark {
 }
 
 /// What one read saw of one watched item.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Observed {
     /// The item exists with this mark.
     Present(Mark),
+    /// A watched task as stored ([`Watch::Task`]): what a client is shown of it is derived
+    /// from the record at each read, as `tasks/get` derives it.
+    Task(Box<TaskRecord>),
     /// No such item: never published, or (a handle) missing, expired, deleted or not the
     /// listener's.
     Absent,
@@ -110,6 +122,14 @@ pub trait ChangeFeed: Send + Sync + fmt::Debug + 'static {
 
     /// Reads every watched item in one backend request; one answer per watch, in order.
     fn read<'a>(&'a self, watches: &'a [Watch]) -> BoxFuture<'a, Result<Vec<Observed>, FeedError>>;
+
+    /// The task store that [`Watch::Task`] reads go to, for a feed that cannot read task
+    /// items from its own backend (the memory feed); called once at start-up when a server
+    /// runs tasks. A feed that reads them where the task store writes them (DynamoDB: the same
+    /// table, in the same request as every other watch) ignores it.
+    fn attach_task_store(&self, store: Arc<dyn TaskStore>) {
+        let _ = store;
+    }
 
     /// A signal that something may have changed, for feeds that know (in memory); `None` for
     /// shared feeds, which listeners poll.

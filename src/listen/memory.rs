@@ -2,13 +2,14 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::future::{BoxFuture, FutureExt};
 use tokio::sync::watch;
 
 use super::{Change, ChangeFeed, FeedError, Mark, Observed, Watch};
 use crate::handles::{HandleError, HandleStore};
+use crate::tasks::{TaskError, TaskStore};
 
 /// The most items the in-memory feed remembers. Past it, every resource's item is forgotten
 /// at once: each of their listeners then hears one (spurious) update and re-reads, which is
@@ -25,6 +26,7 @@ pub struct MemoryFeed {
     /// forgotten and republished item never repeats a version its listeners saw.
     marks: Mutex<(HashMap<Watch, Mark>, u64)>,
     handles: Option<Arc<dyn HandleStore>>,
+    tasks: OnceLock<Arc<dyn TaskStore>>,
     published: watch::Sender<u64>,
 }
 
@@ -40,6 +42,7 @@ impl MemoryFeed {
         Self {
             marks: Mutex::new((HashMap::new(), 1)),
             handles,
+            tasks: OnceLock::new(),
             published: watch::Sender::new(0),
         }
     }
@@ -114,6 +117,14 @@ impl ChangeFeed for MemoryFeed {
                         },
                         None => Observed::Absent,
                     },
+                    Watch::Task { owner, id } => match self.tasks.get() {
+                        Some(store) => match store.get(owner, *id).await {
+                            Ok(task) => Observed::Task(Box::new(task)),
+                            Err(TaskError::NotFound) => Observed::Absent,
+                            Err(error) => return Err(FeedError::Unavailable(error.to_string())),
+                        },
+                        None => Observed::Absent,
+                    },
                     key => match self.marks.lock().expect("feed lock").0.get(key) {
                         Some(mark) => Observed::Present(mark.clone()),
                         None => Observed::Absent,
@@ -124,6 +135,10 @@ impl ChangeFeed for MemoryFeed {
             Ok(seen)
         }
         .boxed()
+    }
+
+    fn attach_task_store(&self, store: Arc<dyn TaskStore>) {
+        let _ = self.tasks.set(store);
     }
 
     fn wake(&self) -> Option<watch::Receiver<u64>> {

@@ -24,6 +24,14 @@
 //!   ([`Watch::Handle`]) is watched through the handle's own last write: the handle write is
 //!   the change (a touch, which only slides the expiry, is not), so publishing costs no
 //!   DynamoDB request.
+//! - up to [`MAX_TASK_SUBSCRIPTIONS`] durable tasks (`taskIds`, the tasks extension, when the
+//!   server runs [`tasks`](crate::tasks)): the caller's own live tasks, read from the task
+//!   store's items in the same request; anyone else's, an expired and a malformed id are
+//!   dropped alike. Each `notifications/tasks` carries what `tasks/get` would answer at that
+//!   moment. The first one, right after the acknowledgment, is the task's state then (so a
+//!   task that finished before the listen began is not waited for); after that, one per
+//!   change; a task is watched until it is finished, and a stream left with nothing to watch
+//!   ends with its result. rmcp 3.11 has no `taskIds`: `rmcp_gaps.rs` carries them.
 //!
 //! Every stream ends with the empty `subscriptions/listen` result before whichever comes first:
 //! `MCP_LISTEN_MAX_SECS`, the Lambda invocation's deadline minus [`DEADLINE_MARGIN`], or the
@@ -41,7 +49,7 @@ mod dynamodb;
 
 pub use feed::{Change, ChangeFeed, Changes, FeedError, ListKind, Mark, Observed, Watch};
 pub use memory::{MAX_MEMORY_ITEMS, MemoryFeed};
-pub(crate) use plan::{Announced, ListenPlan, Listener};
+pub(crate) use plan::{Announced, ListenPlan, Listener, TaskIds};
 pub use plan::{ListenRefusal, ResourceWatch};
 pub use settings::{ListenSettings, OpenError};
 pub use stream::StreamLimits;
@@ -51,13 +59,22 @@ pub use dynamodb::{DynamoDbFeed, RESOURCE_ITEM_TTL};
 
 use std::time::Duration;
 
+const _: () = assert!(
+    MAX_WATCHED_ITEMS <= 100,
+    "one BatchGetItem reads at most 100 keys"
+);
+
 /// The most `resourceSubscriptions` one listen may name; more is refused with -32602.
 ///
 /// With the three list items, every watched item fits one `BatchGetItem` (100 keys).
 pub const MAX_RESOURCE_SUBSCRIPTIONS: usize = 64;
 
-/// The most items one listener reads per poll: the three lists and the resources.
-pub const MAX_WATCHED_ITEMS: usize = 3 + MAX_RESOURCE_SUBSCRIPTIONS;
+/// The most `taskIds` one listen may name; more is refused with -32602.
+pub const MAX_TASK_SUBSCRIPTIONS: usize = 32;
+
+/// The most items one listener reads per poll: the three lists, the resources and the tasks
+/// (within one `BatchGetItem`'s 100 keys).
+pub const MAX_WATCHED_ITEMS: usize = 3 + MAX_RESOURCE_SUBSCRIPTIONS + MAX_TASK_SUBSCRIPTIONS;
 
 /// The longest resource URI a listener may watch, in bytes; a longer one is dropped.
 pub const MAX_URI_BYTES: usize = 1024;

@@ -8,9 +8,10 @@ use rmcp::model::{ServerCapabilities, SubscriptionFilter};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{
-    ChangeFeed, FeedError, ListKind, ListenSettings, MAX_RESOURCE_SUBSCRIPTIONS, MAX_URI_BYTES,
-    Observed, Watch,
+    ChangeFeed, FeedError, ListKind, ListenSettings, MAX_RESOURCE_SUBSCRIPTIONS,
+    MAX_TASK_SUBSCRIPTIONS, MAX_URI_BYTES, Observed, Watch,
 };
+use crate::handles::HandleId;
 use crate::{auth::Principal, shutdown::Shutdown};
 
 /// The handler's answer to "may this caller watch this URI, and through which item?".
@@ -67,6 +68,20 @@ pub enum ListenRefusal {
         /// The limit.
         max: usize,
     },
+    /// More `taskIds` than [`MAX_TASK_SUBSCRIPTIONS`] (-32602).
+    #[error("taskIds names {count} tasks; at most {max} per listen")]
+    TooManyTasks {
+        /// How many the request named.
+        count: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// `taskIds` from a client that did not declare the tasks extension on the request
+    /// (-32021, as the extension requires).
+    #[error(
+        "taskIds needs the io.modelcontextprotocol/tasks extension: declare it in the request's _meta client capabilities"
+    )]
+    TasksNotDeclared,
     /// This process already holds `MCP_LISTEN_MAX_STREAMS` open streams (503; try again).
     #[error("too many open listen streams; try again shortly")]
     TooManyStreams,
@@ -74,6 +89,22 @@ pub enum ListenRefusal {
     /// again).
     #[error("{0}")]
     Unavailable(FeedError),
+}
+
+/// The `taskIds` a listen asks for (the tasks extension; rmcp's filter type has no such
+/// field) and whether the client declared the extension on the request.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TaskIds {
+    pub(crate) ids: Option<Vec<String>>,
+    pub(crate) declared: bool,
+}
+
+/// What a listen was granted: the filter to acknowledge, the task ids to add to it.
+#[derive(Debug, Clone)]
+pub(crate) struct Accepted {
+    pub(crate) filter: SubscriptionFilter,
+    /// `None` when the listen did not ask for tasks (the acknowledgment then names none).
+    pub(crate) task_ids: Option<Vec<String>>,
 }
 
 /// One watched item and the URI it answers for.
@@ -138,6 +169,9 @@ pub(crate) struct Listener {
     pub(crate) settings: ListenSettings,
     pub(crate) shutdown: Shutdown,
     streams: Arc<Semaphore>,
+    /// The server runs durable tasks: `taskIds` are served (otherwise ignored, as any field
+    /// the server does not know).
+    serves_tasks: bool,
     /// This instance's fingerprint of each list, once published.
     fingerprints: Mutex<HashMap<ListKind, String>>,
 }
@@ -158,11 +192,13 @@ impl Listener {
         announced: Announced,
         settings: ListenSettings,
         shutdown: Shutdown,
+        serves_tasks: bool,
     ) -> Self {
         Self {
             feed,
             resources,
             announced,
+            serves_tasks,
             streams: Arc::new(Semaphore::new(settings.max_streams)),
             settings,
             shutdown,
@@ -205,13 +241,26 @@ impl Listener {
             .cloned()
     }
 
-    /// Decides what `requested` may watch for `caller` and reads the baseline (one feed
-    /// request). Returns the filter to acknowledge and the plan for the stream.
+    /// Decides what `requested` (and `tasks`) may watch for `caller` and reads the baseline
+    /// (one feed request). Returns what to acknowledge and the plan for the stream.
     pub(crate) async fn plan(
         &self,
         requested: &SubscriptionFilter,
+        tasks: &TaskIds,
         caller: Option<&Principal>,
-    ) -> Result<(SubscriptionFilter, ListenPlan), ListenRefusal> {
+    ) -> Result<(Accepted, ListenPlan), ListenRefusal> {
+        let task_ids = match &tasks.ids {
+            Some(_) if !self.serves_tasks => None,
+            Some(_) if !tasks.declared => return Err(ListenRefusal::TasksNotDeclared),
+            Some(ids) if ids.len() > MAX_TASK_SUBSCRIPTIONS => {
+                return Err(ListenRefusal::TooManyTasks {
+                    count: ids.len(),
+                    max: MAX_TASK_SUBSCRIPTIONS,
+                });
+            }
+            Some(ids) => Some(ids.as_slice()),
+            None => None,
+        };
         let asked = [
             (ListKind::Tools, requested.tools_list_changed == Some(true)),
             (
@@ -230,7 +279,10 @@ impl Listener {
                 max: MAX_RESOURCE_SUBSCRIPTIONS,
             });
         }
-        if uris.is_empty() && !asked.iter().any(|(_, on)| *on) {
+        if uris.is_empty()
+            && task_ids.is_none_or(<[String]>::is_empty)
+            && !asked.iter().any(|(_, on)| *on)
+        {
             return Err(ListenRefusal::NothingRequested);
         }
         let permit = self
@@ -270,6 +322,20 @@ impl Listener {
                 });
             }
         }
+        let owner = Principal::owner_of(caller);
+        for id in task_ids.unwrap_or_default() {
+            // A malformed id names no task: dropped like a foreign one.
+            let Ok(id) = id.parse::<HandleId>() else {
+                continue;
+            };
+            let watch = Watch::Task {
+                owner: owner.clone(),
+                id,
+            };
+            if !watched.iter().any(|w| w.watch == watch) {
+                watched.push(Watched { watch, uri: None });
+            }
+        }
         let baseline = if watched.is_empty() {
             Vec::new()
         } else {
@@ -284,13 +350,13 @@ impl Listener {
         for (entry, seen) in watched.into_iter().zip(baseline) {
             match (&entry.watch, &seen) {
                 // Whether it is the caller's cannot be told yet: refuse rather than drop it.
-                (Watch::Handle { .. }, Observed::Unknown) => {
+                (Watch::Handle { .. } | Watch::Task { .. }, Observed::Unknown) => {
                     return Err(ListenRefusal::Unavailable(FeedError::Unavailable(
                         "the change feed left part of the read undone (throttled)".into(),
                     )));
                 }
                 // Missing, expired, deleted or someone else's: dropped, all alike.
-                (Watch::Handle { .. }, Observed::Absent) => continue,
+                (Watch::Handle { .. } | Watch::Task { .. }, Observed::Absent) => continue,
                 _ => {}
             }
             kept.push(entry);
@@ -311,6 +377,17 @@ impl Listener {
             accepted.resource_subscriptions =
                 Some(kept.iter().filter_map(|w| w.uri.clone()).collect());
         }
+        let accepted = Accepted {
+            filter: accepted,
+            task_ids: task_ids.map(|_| {
+                kept.iter()
+                    .filter_map(|w| match &w.watch {
+                        Watch::Task { id, .. } => Some(id.to_string()),
+                        _ => None,
+                    })
+                    .collect()
+            }),
+        };
         Ok((
             accepted,
             ListenPlan {

@@ -2,7 +2,10 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
+use rmcp::model::RequestId;
+use rmcp::service::{Peer, RoleServer};
 use rmcp::{ErrorData, service::SubscriptionContext, service::SubscriptionSendError};
+use serde_json::Value;
 
 use super::{DEADLINE_MARGIN, ListKind, ListenPlan, Listener, Mark, Observed, Watch};
 
@@ -54,7 +57,8 @@ fn changed(watch: &Watch, before: &Observed, now: &Observed) -> bool {
             version: 0,
             tag: None,
         }),
-        Observed::Unknown => None,
+        // Tasks are compared by what a client is shown (`Watching::deliver`), not here.
+        Observed::Unknown | Observed::Task(_) => None,
     };
     let (before, now) = match (mark(before), mark(now)) {
         (_, None) => return false,
@@ -85,14 +89,35 @@ const LAST_READ: Duration = Duration::from_secs(1);
 /// The least time between two reads a memory feed's wake-ups may cause.
 const MIN_WAKE_SPACING: Duration = Duration::from_millis(50);
 
+/// What a client is shown of a watched task now, and whether it is finished.
+fn task_view(seen: &Observed) -> Option<(Value, bool)> {
+    let Observed::Task(record) = seen else {
+        return None;
+    };
+    let view = crate::tasks::client_view(record, crate::tasks::now_ms());
+    let view = serde_json::to_value(&view).ok()?;
+    let finished = matches!(
+        view.get("status").and_then(Value::as_str),
+        Some("completed" | "failed" | "cancelled")
+    );
+    Some((view, finished))
+}
+
 /// The listener's own state while its stream is open.
 struct Watching {
     watched: Vec<super::plan::Watched>,
     watches: Vec<Watch>,
     last: Vec<Observed>,
+    /// Per watch: what the client was last shown of it, for tasks (`notifications/tasks`).
+    shown: Vec<Option<Value>>,
     /// Lists already told of a new fingerprint: told once per stream, however often the
     /// stored one flips while two versions run side by side.
     fingerprint_told: Vec<ListKind>,
+    /// Where task notifications go (rmcp's sink refuses them) and the stream's id.
+    peer: Peer<RoleServer>,
+    subscription: RequestId,
+    /// Tasks stopped being watched (finished or gone): a stream left with nothing ends.
+    released: bool,
 }
 
 impl Watching {
@@ -104,7 +129,38 @@ impl Watching {
         now: Vec<Observed>,
     ) -> Result<bool, ()> {
         let mut delivered = false;
-        for ((entry, before), seen) in self.watched.iter().zip(self.last.iter_mut()).zip(now) {
+        let mut release = vec![false; self.watched.len()];
+        for (i, ((entry, before), seen)) in self
+            .watched
+            .iter()
+            .zip(self.last.iter_mut())
+            .zip(now)
+            .enumerate()
+        {
+            if let Watch::Task { .. } = entry.watch {
+                match (&seen, task_view(&seen)) {
+                    // Expired or deleted: nothing more to tell of it.
+                    (Observed::Absent, _) => release[i] = true,
+                    (_, Some((view, finished))) => {
+                        release[i] = finished;
+                        if self.shown[i].as_ref() != Some(&view) {
+                            let task = serde_json::from_value(view.clone()).map_err(|_| ())?;
+                            crate::rmcp_gaps::send_task_status(
+                                &self.peer,
+                                &self.subscription,
+                                task,
+                            )
+                            .await
+                            .map_err(|_| ())?;
+                            self.shown[i] = Some(view);
+                            delivered = true;
+                        }
+                    }
+                    _ => {}
+                }
+                *before = seen;
+                continue;
+            }
             if !changed(&entry.watch, before, &seen) {
                 continue;
             }
@@ -138,7 +194,23 @@ impl Watching {
                 Err(error) => tracing::debug!(%error, "listen: notification not sent"),
             }
         }
+        if release.contains(&true) {
+            let mut keep = release.iter().map(|r| !r);
+            self.watched.retain(|_| keep.next().unwrap_or(true));
+            let mut keep = release.iter().map(|r| !r);
+            self.watches.retain(|_| keep.next().unwrap_or(true));
+            let mut keep = release.iter().map(|r| !r);
+            self.last.retain(|_| keep.next().unwrap_or(true));
+            let mut keep = release.iter().map(|r| !r);
+            self.shown.retain(|_| keep.next().unwrap_or(true));
+            self.released = true;
+        }
         Ok(delivered)
+    }
+
+    /// Every task it watched is finished and nothing else is watched.
+    fn done(&self) -> bool {
+        self.released && self.watches.is_empty()
     }
 }
 
@@ -157,7 +229,11 @@ pub(crate) async fn run(
         watched: Vec::new(),
         watches: Vec::new(),
         last: Vec::new(),
+        shown: Vec::new(),
         fingerprint_told: Vec::new(),
+        peer: subscription.request_context().peer.clone(),
+        subscription: subscription.sink().id().clone(),
+        released: false,
     };
     for (entry, seen) in plan.watched.iter().zip(plan.baseline) {
         let seen = match &entry.watch {
@@ -183,6 +259,8 @@ pub(crate) async fn run(
                     _ => seen,
                 }
             }
+            // Not in rmcp's filter (it has no `taskIds`): the front accepted them.
+            Watch::Task { .. } => seen,
             _ if entry
                 .uri
                 .as_ref()
@@ -192,14 +270,30 @@ pub(crate) async fn run(
             }
             _ => continue,
         };
+        // Long polling ends at the first notification: a task's state then is told only if
+        // it is final, or every listen would end at once.
+        let shown = match task_view(&seen) {
+            Some((view, finished)) if limits.long_poll && !finished => Some(view),
+            _ => None,
+        };
         watching.watches.push(entry.watch.clone());
         watching.watched.push(entry.clone());
+        watching.shown.push(shown);
         watching.last.push(seen);
+    }
+    let sink = subscription.sink().clone();
+    // Each watched task's state now, right after the acknowledgment: a task that changed
+    // between its `CreateTaskResult` and this listen is not waited for.
+    let now = watching.last.clone();
+    match watching.deliver(&sink, now).await {
+        Err(()) => return Ok(()),
+        Ok(delivered) if delivered && limits.long_poll => return Ok(()),
+        Ok(_) if watching.done() => return Ok(()),
+        Ok(_) => {}
     }
     let mut wake = listener.feed.wake();
     let shutdown = &listener.shutdown;
     let poll = listener.settings.poll;
-    let sink = subscription.sink().clone();
     let mut failures = 0u32;
     // A fixed rate, whatever a read takes: one request per interval, not per interval + read.
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + poll, poll);
@@ -249,6 +343,7 @@ pub(crate) async fn run(
                 match watching.deliver(&sink, now).await {
                     Err(()) => return Ok(()),
                     Ok(delivered) if delivered && limits.long_poll => return Ok(()),
+                    Ok(_) if watching.done() => return Ok(()),
                     Ok(_) => {}
                 }
             }

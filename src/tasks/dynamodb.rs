@@ -225,6 +225,38 @@ fn string_set(item: &Item, name: &str) -> Result<BTreeSet<String>, TaskError> {
 
 /// A stored item as a task.
 fn parse(item: &Item) -> Result<TaskRecord, TaskError> {
+    parse_with(item, true)
+}
+
+/// The attributes a client's view of a task is made of ([`view`]): a change feed projects
+/// these, so a listener's poll never reads the call's arguments or the answers.
+pub(crate) const VIEW_ATTRIBUTES: [&str; 16] = [
+    "pk",
+    "owner",
+    "state",
+    "round",
+    "cancel",
+    "input_requests",
+    "pending",
+    "status_message",
+    "result",
+    "error",
+    "claimed_round",
+    "lease_until_ms",
+    "created_at_ms",
+    "updated_at_ms",
+    "ttl_ms",
+    "poll_ms",
+];
+
+/// An item read with [`VIEW_ATTRIBUTES`] as a task of `owner`, `None` when it is not a live
+/// task of theirs: `call` is `null` and `responses` empty, which a client's view never shows.
+pub(crate) fn view(item: &Item, owner: &str, now: u64) -> Result<Option<TaskRecord>, TaskError> {
+    let task = parse_with(item, false)?;
+    Ok((task.owner == owner && task.expires_at_ms() > now).then_some(task))
+}
+
+fn parse_with(item: &Item, whole: bool) -> Result<TaskRecord, TaskError> {
     let required = |name: &str| number(item, name)?.ok_or_else(|| corrupt(name));
     let id = text(item, PK)
         .and_then(|pk| pk.strip_prefix("t#"))
@@ -273,7 +305,11 @@ fn parse(item: &Item) -> Result<TaskRecord, TaskError> {
         owner: text(item, "owner")
             .ok_or_else(|| corrupt("owner"))?
             .to_owned(),
-        call: json(item, "call")?.ok_or_else(|| corrupt("call"))?,
+        call: match json(item, "call")? {
+            Some(call) => call,
+            None if !whole => Value::Null,
+            None => return Err(corrupt("call")),
+        },
         state,
         round,
         claimed,

@@ -474,7 +474,7 @@ impl Tasks {
     pub(crate) async fn get(&self, owner: &str, id: &str) -> Result<GetTaskResult, ErrorData> {
         let id: HandleId = id.parse().map_err(|_| unknown_task())?;
         let record = self.store.get(owner, id).await.map_err(internal)?;
-        Ok(GetTaskResult::new(detailed(&record, now_ms())))
+        Ok(GetTaskResult::new(client_view(&record, now_ms())))
     }
 
     /// `tasks/update`: unknown keys are ignored; the round resumes once every request is
@@ -651,7 +651,8 @@ fn task_of(record: &TaskRecord, status: TaskStatus) -> Task {
     task
 }
 
-fn detailed(record: &TaskRecord, now: u64) -> DetailedTask {
+/// The task as `tasks/get` shows it at `now` (epoch ms); `notifications/tasks` carries the same.
+pub(crate) fn client_view(record: &TaskRecord, now: u64) -> DetailedTask {
     let (status, error) = visible(record, now);
     let task = task_of(record, status);
     let payload = match status {

@@ -15,7 +15,7 @@
 //! and overwrites nothing.
 
 #[cfg(feature = "dynamodb")]
-mod dynamodb;
+pub(crate) mod dynamodb;
 mod engine;
 mod memory;
 mod record;
@@ -24,10 +24,10 @@ mod store;
 
 #[cfg(feature = "dynamodb")]
 pub use dynamodb::{DynamoDbTaskStore, MAX_ANSWER_KEYS, MAX_KEY_BYTES, MAX_TASK_BYTES};
-pub(crate) use engine::EXTENSION;
 #[cfg(all(feature = "dynamodb", feature = "aws-secrets"))]
 pub use engine::LambdaDispatch;
 pub use engine::{Dispatch, RoundOutput, TaskSettings, Tasks, ToolRunner};
+pub(crate) use engine::{EXTENSION, client_view};
 pub use memory::{MAX_MEMORY_TASKS, MemoryTaskStore};
 pub use record::{TaskRecord, TaskState};
 pub use store::{RoundEnd, TaskError, TaskStore};
