@@ -17,6 +17,7 @@ use crate::{
     handler::{Hosted, HostedSettings},
     http::{Front, McpService, OriginSecretCheck},
     listen::{Announced, ChangeFeed, Changes, Listener, ResourceWatch},
+    metrics::Metrics,
     shutdown::Shutdown,
     tasks::{TaskPolicy, Tasks},
 };
@@ -158,19 +159,26 @@ impl App {
             .map(|v| v.as_str().to_string())
             .collect();
         drop(probe);
+        let metrics = config
+            .metrics
+            .enabled
+            .then(|| Arc::new(Metrics::new(config.metrics.clone())));
         let auth = config
             .auth
             .clone()
             .map(|settings| Arc::new(Authenticator::new(Arc::new(settings))));
-        let hosted = Arc::new(HostedSettings::new(
-            &config.cache,
-            &config.lists,
-            config.request_state_keys.all(),
-            config.auth.as_ref(),
-            &info,
-            listen.clone(),
-            self.tasks.clone(),
-        ));
+        let hosted = Arc::new(
+            HostedSettings::new(
+                &config.cache,
+                &config.lists,
+                config.request_state_keys.all(),
+                config.auth.as_ref(),
+                &info,
+                listen.clone(),
+                self.tasks.clone(),
+            )
+            .with_metrics(metrics.clone()),
+        );
         let rmcp = StreamableHttpService::new(
             move || Ok(Hosted::new(factory(), hosted.clone())),
             Arc::new(LocalSessionManager::default()),
@@ -186,14 +194,20 @@ impl App {
             auth: auth.clone(),
             supported_versions,
             listen,
-            fingerprinted_lists: [
+            probed_lists: [
                 ("tools/list", info.capabilities.tools.is_some()),
                 ("prompts/list", info.capabilities.prompts.is_some()),
+                ("resources/list", info.capabilities.resources.is_some()),
+                (
+                    "resources/templates/list",
+                    info.capabilities.resources.is_some(),
+                ),
             ]
             .into_iter()
             .filter_map(|(method, offered)| offered.then_some(method))
             .collect(),
             tasks: self.tasks.as_ref().map(|(tasks, _)| tasks.clone()),
+            metrics,
         };
         let service = McpService::new(rmcp, front);
         if let Some((tasks, _)) = &self.tasks {
@@ -252,8 +266,9 @@ impl<H: ServerHandler> Server<H> {
                 "auth is off (MCP_AUTH_ISSUER is not set): anyone who can reach this server can call it"
             ),
         }
-        // This instance's list fingerprints, published before the first listener arrives.
-        self.service.publish_fingerprints().await;
+        // This instance's list fingerprints, published before the first listener arrives, and
+        // the names metrics count as themselves.
+        self.service.probe_lists().await;
         if self.config.request_state_keys.is_generated() {
             tracing::warn!(
                 "MCP_REQUEST_STATE_KEY is not set: using a random key, so requestState and cursors do not survive a restart or cross instances"

@@ -15,6 +15,7 @@
 //! | durable tasks | [`TaskSettings`] | `MCP_TASK_TTL_SECS`, `MCP_TASK_POLL_MS`, `MCP_TASK_LEASE_SECS` |
 //! | auth | [`AuthSettings`] | `MCP_AUTH_*` |
 //! | logs | [`LogSettings`] | `MCP_LOG` |
+//! | metrics | [`MetricsSettings`] | `MCP_METRICS`, `MCP_METRICS_NAMESPACE` |
 //!
 //! Each type's module documents its variables, defaults and meaning. A bad
 //! value stops start-up with a [`ConfigError`] that names the variable and
@@ -37,6 +38,7 @@ use crate::{
     http::HttpSettings,
     listen::ListenSettings,
     logging::LogSettings,
+    metrics::MetricsSettings,
     request_state::RequestStateKeys,
     serve::{LambdaSettings, LocalSettings},
     tasks::TaskSettings,
@@ -70,6 +72,8 @@ pub struct Config {
     pub auth: Option<AuthSettings>,
     /// Logs.
     pub log: LogSettings,
+    /// Per-request metrics (EMF).
+    pub metrics: MetricsSettings,
 }
 
 impl Config {
@@ -154,6 +158,7 @@ impl Config {
             tasks: TaskSettings::from_env(env)?,
             auth: AuthSettings::from_env(env)?,
             log: LogSettings::from_env(env)?,
+            metrics: MetricsSettings::from_env(env)?,
         })
     }
 

@@ -104,6 +104,7 @@ pub mod handles;
 pub mod http;
 pub mod listen;
 pub mod logging;
+pub mod metrics;
 pub mod request_state;
 mod rmcp_gaps;
 pub mod serve;

@@ -5,7 +5,57 @@
 //! |---|---|---|
 //! | `MCP_LOG` | `info` | tracing filter; rmcp is capped at `warn` unless the filter names it |
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
 use crate::env::{ConfigError, Env, Mode};
+
+/// A log line that strangers can cause (a refused token, a forged task round), let through at
+/// most once per window, so a scanner hitting the URL cannot fill the logs: the line that goes
+/// out says how many were held back. Metrics still count every one.
+///
+/// ```ignore
+/// static REFUSALS: Sampled = Sampled::per(Duration::from_secs(10));
+/// if let Some(suppressed) = REFUSALS.allow() {
+///     tracing::info!(suppressed, "request refused by auth");
+/// }
+/// ```
+#[derive(Debug)]
+pub(crate) struct Sampled {
+    window_ms: u64,
+    /// When the last line went out (epoch ms; 0 = never).
+    last_ms: AtomicU64,
+    held_back: AtomicU64,
+}
+
+impl Sampled {
+    pub(crate) const fn per(window: Duration) -> Self {
+        Self {
+            window_ms: window.as_millis() as u64,
+            last_ms: AtomicU64::new(0),
+            held_back: AtomicU64::new(0),
+        }
+    }
+
+    /// `Some(lines held back since the last one)` when a line may go out now.
+    pub(crate) fn allow(&self) -> Option<u64> {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+            .max(1);
+        let last = self.last_ms.load(Ordering::Relaxed);
+        if (last == 0 || now.saturating_sub(last) >= self.window_ms)
+            && self
+                .last_ms
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            return Some(self.held_back.swap(0, Ordering::Relaxed));
+        }
+        self.held_back.fetch_add(1, Ordering::Relaxed);
+        None
+    }
+}
 
 /// What to log, and how.
 ///
@@ -82,6 +132,19 @@ mod tests {
             filter: filter.into(),
             mode: Mode::Local,
         }
+    }
+
+    #[test]
+    fn a_flood_of_lines_lets_one_through_per_window_and_counts_the_rest() {
+        let sampled = Sampled::per(Duration::from_secs(3600));
+        assert_eq!(sampled.allow(), Some(0));
+        for _ in 0..1000 {
+            assert_eq!(sampled.allow(), None);
+        }
+        let open = Sampled::per(Duration::ZERO);
+        assert_eq!(open.allow(), Some(0));
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(open.allow(), Some(0));
     }
 
     #[test]

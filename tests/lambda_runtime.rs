@@ -1008,3 +1008,282 @@ fn the_invoke_stand_in_refuses_a_tampered_signature() {
         "unsigned"
     );
 }
+
+/// Issue 13: with `AWS_LAMBDA_MAX_CONCURRENCY` (Lambda Managed Instances), one execution
+/// environment serves that many invocations at once, each answered with its own result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_environment_serves_concurrent_invocations_when_managed_concurrency_is_set() {
+    const N: u64 = 4;
+    let api = Arc::new(RuntimeApi::start().await);
+    let function = Function::start(&basket(), &api, &[("AWS_LAMBDA_MAX_CONCURRENCY", "4")]);
+    let call = |id: u64, name: &str, arguments: Value| {
+        mcp_event(
+            "function_url_tools_call",
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        )
+    };
+    let content = |invocation: Invocation| {
+        let (status, body) = answer_of(&invocation);
+        assert_eq!(status, 200, "{body}");
+        let json: Value = serde_json::from_str(&body).unwrap();
+        json["result"]["structuredContent"].clone()
+    };
+    let mut baskets = Vec::new();
+    for n in 0..N {
+        let created = content(api.invoke(&call(n, "create_basket", json!({}))).await);
+        let basket_id = created["basket_id"].as_str().unwrap().to_owned();
+        let sku = format!("SKU-{n}");
+        content(
+            api.invoke(&call(
+                100 + n,
+                "add_item",
+                json!({"basket_id": basket_id, "sku": sku, "quantity": n + 1}),
+            ))
+            .await,
+        );
+        baskets.push(basket_id);
+    }
+    // `place_order` works about 3 s; four of them one at a time would take 12 s.
+    let started = Instant::now();
+    let orders: Vec<_> = baskets
+        .iter()
+        .enumerate()
+        .map(|(n, basket_id)| {
+            let api = api.clone();
+            let event = call(
+                200 + n as u64,
+                "place_order",
+                json!({"basket_id": basket_id}),
+            );
+            tokio::spawn(async move { api.invoke(&event).await })
+        })
+        .collect();
+    for (n, order) in orders.into_iter().enumerate() {
+        let summary = content(order.await.unwrap());
+        assert_eq!(summary["basket_id"], baskets[n].as_str(), "{summary}");
+        assert_eq!(summary["status"], "checked_out", "{summary}");
+        assert_eq!(
+            summary["items"],
+            json!([{"sku": format!("SKU-{n}"), "quantity": n + 1}]),
+            "its own basket: {summary}"
+        );
+    }
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(8),
+        "four 3-s invocations took {took:?}: not served concurrently"
+    );
+    assert_eq!(
+        function.errors(),
+        Vec::<String>::new(),
+        "{}",
+        function.logs()
+    );
+}
+
+/// Issue 13: on Lambda every request writes one EMF record (valid against the format's
+/// schema, with the function, method and a bounded name as dimensions), and every log line of
+/// a request carries the invocation's request id and trace ids.
+#[tokio::test]
+async fn every_request_writes_one_emf_record_and_its_log_lines_carry_its_ids() {
+    let api = RuntimeApi::start().await;
+    let function = Function::start(
+        &basket(),
+        &api,
+        &[
+            ("MCP_LOG", "mcp_lambda=debug,info"),
+            ("MCP_METRICS_NAMESPACE", "tests/mcp"),
+        ],
+    );
+    const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let traced = |event: String| {
+        let mut event: Value = serde_json::from_str(&event).unwrap();
+        event["headers"]["traceparent"] = TRACEPARENT.into();
+        event.to_string()
+    };
+    let call = |id: u64, name: &str, arguments: Value| {
+        traced(mcp_event(
+            "function_url_tools_call",
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        ))
+    };
+    let created = api.invoke(&call(1, "create_basket", json!({}))).await;
+    let (status, body) = answer_of(&created);
+    assert_eq!(status, 200, "{body}");
+    let basket_id =
+        serde_json::from_str::<Value>(&body).unwrap()["result"]["structuredContent"]["basket_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let uri = format!("basket://{basket_id}");
+    let mut read = mcp_event(
+        "function_url_tools_call",
+        3,
+        "resources/read",
+        json!({"uri": uri}),
+    );
+    {
+        let mut event: Value = serde_json::from_str(&read).unwrap();
+        event["headers"]["mcp-name"] = uri.clone().into();
+        read = traced(event.to_string());
+    }
+    // (event, the Method and Name dimensions, status, JSON-RPC code)
+    let cases: Vec<(String, &str, &str, u16, Option<i64>)> = vec![
+        (
+            call(2, "no_such_tool", json!({})),
+            "tools/call",
+            "other",
+            200,
+            Some(-32602),
+        ),
+        (read, "resources/read", "basket://{basket_id}", 200, None),
+        (
+            traced(event("function_url_parse_error")),
+            "-",
+            "-",
+            400,
+            Some(-32700),
+        ),
+        (
+            traced(mcp_event(
+                "function_url_tools_call",
+                4,
+                "tools/list",
+                json!({}),
+            )),
+            "tools/list",
+            "-",
+            200,
+            None,
+        ),
+    ];
+    for (event, ..) in &cases {
+        api.invoke(event).await;
+    }
+    // The records are written when an answer is done; give the pipe a moment.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let logs = function.logs();
+    let records: Vec<Value> = logs
+        .lines()
+        .filter(|l| l.contains("\"_aws\""))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(
+        records.len(),
+        1 + cases.len(),
+        "one record per request:\n{logs}"
+    );
+    let schema: Value = serde_json::from_str(include_str!("schemas/emf.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    for record in &records {
+        let errors: Vec<String> = validator
+            .iter_errors(record)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{errors:?}: {record}");
+        // Every member a directive names is at the root: dimensions as strings, metrics as numbers.
+        for directive in record["_aws"]["CloudWatchMetrics"].as_array().unwrap() {
+            assert_eq!(directive["Namespace"], "tests/mcp");
+            for set in directive["Dimensions"].as_array().unwrap() {
+                for dimension in set.as_array().unwrap() {
+                    assert!(record[dimension.as_str().unwrap()].is_string(), "{record}");
+                }
+            }
+            for metric in directive["Metrics"].as_array().unwrap() {
+                assert!(
+                    record[metric["Name"].as_str().unwrap()].is_number(),
+                    "{record}"
+                );
+            }
+        }
+        assert_eq!(record["Function"], "mcp");
+        assert_eq!(record["Requests"], 1);
+        assert_eq!(record["traceId"], "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(
+            record["xrayTraceId"],
+            "Root=1-674a1b2c-0123456789abcdef01234567;Sampled=0"
+        );
+        assert!(
+            record["requestId"]
+                .as_str()
+                .unwrap()
+                .starts_with("00000000-0000-4000-8000-")
+        );
+    }
+    let request_ids: std::collections::HashSet<&str> = records
+        .iter()
+        .map(|r| r["requestId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        request_ids.len(),
+        records.len(),
+        "one record per invocation"
+    );
+    assert_eq!(records[0]["ColdStart"], 1, "{}", records[0]);
+    assert_eq!(
+        (records[0]["Method"].as_str(), records[0]["Name"].as_str()),
+        (Some("tools/call"), Some("create_basket"))
+    );
+    for (record, (_, method, name, status, code)) in records[1..].iter().zip(&cases) {
+        assert_eq!(record["ColdStart"], 0, "{record}");
+        assert_eq!(
+            (record["Method"].as_str(), record["Name"].as_str()),
+            (Some(*method), Some(*name)),
+            "{record}"
+        );
+        assert_eq!(record["httpStatus"], *status, "{record}");
+        assert_eq!(record["jsonRpcCode"].as_i64(), *code, "{record}");
+        assert_eq!(record["ClientErrors"], u8::from(code.is_some()), "{record}");
+        assert_eq!(record["Errors"], 0, "{record}");
+        assert!(record["Duration"].as_f64().unwrap() > 0.0, "{record}");
+    }
+    // No token, argument or handle content in a record: the basket id is only in the URI,
+    // which counts as its template.
+    assert!(records.iter().all(|r| !r.to_string().contains(&basket_id)));
+
+    // Every log line written while a request ran names its invocation and its trace.
+    let request_lines: Vec<Value> = logs
+        .lines()
+        .filter(|l| l.contains("mcp.request"))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(request_lines.len() >= records.len(), "{logs}");
+    for line in &request_lines {
+        let text = line.to_string();
+        assert!(
+            text.contains("\"requestId\":\"00000000-0000-4000-8000-"),
+            "{text}"
+        );
+        assert!(text.contains("\"xrayTraceId\":\"Root=1-674a1b2c"), "{text}");
+        assert!(
+            text.contains("\"trace_id\":\"4bf92f3577b34da6a3ce929d0e0e4736\""),
+            "{text}"
+        );
+    }
+    assert_eq!(function.errors(), Vec::<String>::new(), "{logs}");
+}
+
+/// Locally, metrics are off unless asked for: no EMF record on stdout (and one per request
+/// with `MCP_METRICS=on`, so the check can fail).
+#[tokio::test]
+async fn the_local_server_writes_no_metrics_unless_asked() {
+    for (env, records) in [(vec![], 0), (vec![("MCP_METRICS", "on")], 2)] {
+        let mut server = support::basket::Server::start_with_output(
+            &env,
+            std::process::Stdio::piped(),
+            std::process::Stdio::null(),
+        )
+        .await;
+        server.rpc("tools/list", None, json!({})).await;
+        server.rpc("server/discover", None, json!({})).await;
+        server.sigterm();
+        server.exit(Duration::from_secs(10)).await;
+        let out = server.stdout();
+        let written = out.lines().filter(|l| l.contains("\"_aws\"")).count();
+        assert_eq!(written, records, "{env:?}: {out}");
+    }
+}

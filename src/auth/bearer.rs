@@ -141,7 +141,12 @@ impl Authenticator {
         let parsed = jwt::parse(token, self.settings.max_token_bytes)?;
         let mut keys = self.jwks.current();
         if !jwt::has_key(&parsed, &keys) {
-            tracing::warn!(kid = ?parsed.kid.as_deref().map(|k| k.chars().take(64).collect::<String>()), "unknown signing key; refreshing JWKS");
+            // Any token can name any key: one line per 10 s at most.
+            static UNKNOWN_KEYS: crate::logging::Sampled =
+                crate::logging::Sampled::per(std::time::Duration::from_secs(10));
+            if let Some(held_back) = UNKNOWN_KEYS.allow() {
+                tracing::warn!(kid = ?parsed.kid.as_deref().map(|k| k.chars().take(64).collect::<String>()), held_back, "unknown signing key; refreshing JWKS");
+            }
             keys = self.jwks.refresh().await;
         }
         jwt::verify(&parsed, &keys, &self.settings)

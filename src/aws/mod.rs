@@ -20,8 +20,15 @@
 //! | `MCP_AWS_READ_TIMEOUT_MS` | `2000` | one attempt of an AWS call, from sending to the answer |
 //! | `MCP_AWS_OPERATION_TIMEOUT_MS` | `5000` | one AWS call including the SDK's retries: the longest a handle operation can take |
 
+#[cfg(feature = "dynamodb")]
+mod meter;
 #[cfg(feature = "aws-secrets")]
 pub(crate) mod signed;
+#[cfg(feature = "dynamodb")]
+pub use meter::DynamoDbMeter;
+pub use usage::DynamoDbUsage;
+
+mod usage;
 
 use std::time::Duration;
 
@@ -114,6 +121,16 @@ pub fn loader(timeouts: &AwsTimeouts) -> aws_config::ConfigLoader {
         .http_client(http)
         .timeout_config(timeout_config)
         .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
+}
+
+/// A DynamoDB client on `sdk` whose every request is counted by [`DynamoDbUsage`] (what the
+/// per-request metrics report).
+#[cfg(feature = "dynamodb")]
+pub fn dynamodb_client(sdk: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Client {
+    let config = aws_sdk_dynamodb::config::Builder::from(sdk)
+        .interceptor(DynamoDbMeter)
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(config)
 }
 
 /// The SDK configuration every DynamoDB user in this process shares (the handle store and the

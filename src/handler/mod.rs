@@ -48,6 +48,7 @@ use crate::{
     auth::{AuthSettings, Principal},
     cache::{CacheHint, CacheHints, CacheScope, CacheSlot},
     listen::{self, ListKind, ListenPlan, Listener, StreamLimits},
+    metrics::Metrics,
     rmcp_gaps,
     tasks::{TaskPolicy, Tasks},
 };
@@ -80,6 +81,8 @@ pub(crate) struct HostedSettings {
     listen: Option<Arc<Listener>>,
     /// Durable tasks, when the server runs some tools as tasks.
     tasks: Option<(Arc<Tasks>, TaskPolicies)>,
+    /// Per-request metrics, which count names on the lists as themselves.
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl HostedSettings {
@@ -102,7 +105,14 @@ impl HostedSettings {
             auth: auth.cloned(),
             listen,
             tasks,
+            metrics: None,
         }
+    }
+
+    /// Teaches `metrics` the names on the lists as the handler answers them.
+    pub(crate) fn with_metrics(mut self, metrics: Option<Arc<Metrics>>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Records this instance's fingerprint of a full list and, the first time it is seen (or
@@ -352,6 +362,11 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         self.settings
             .fingerprint(ListKind::Prompts, &result.prompts)
             .await;
+        if let Some(metrics) = &self.settings.metrics {
+            metrics
+                .names()
+                .learn_prompts(result.prompts.iter().map(|p| p.name.as_str()));
+        }
         self.settings.page(result, request.as_ref(), list, false)
     }
 
@@ -365,6 +380,11 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             .inner
             .list_resources(strip_cursor(&request), context)
             .await?;
+        if let Some(metrics) = &self.settings.metrics {
+            metrics
+                .names()
+                .learn_resources(result.resources.iter().map(|r| r.uri.as_str()));
+        }
         self.settings.page(result, request.as_ref(), list, false)
     }
 
@@ -378,6 +398,14 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             .inner
             .list_resource_templates(strip_cursor(&request), context)
             .await?;
+        if let Some(metrics) = &self.settings.metrics {
+            metrics.names().learn_resource_templates(
+                result
+                    .resource_templates
+                    .iter()
+                    .map(|t| t.uri_template.as_str()),
+            );
+        }
         self.settings.page(result, request.as_ref(), list, false)
     }
 
@@ -523,6 +551,11 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         self.settings
             .fingerprint(ListKind::Tools, &result.tools)
             .await;
+        if let Some(metrics) = &self.settings.metrics {
+            metrics
+                .names()
+                .learn_tools(result.tools.iter().map(|t| t.name.as_ref()));
+        }
         let filtered = self
             .settings
             .filter_tools(list.principal.as_ref(), &mut result.tools);

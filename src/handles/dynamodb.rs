@@ -135,7 +135,7 @@ pub(super) async fn open(
             reason: "no AWS region; set AWS_REGION (Lambda sets it)".into(),
         });
     }
-    let store = DynamoDbHandleStore::new(Client::new(&sdk), table);
+    let store = DynamoDbHandleStore::new(crate::aws::dynamodb_client(&sdk), table);
     let started = std::time::Instant::now();
     match store.warm_up().await {
         Ok(()) => tracing::info!(

@@ -2,12 +2,15 @@
 //! and its refusal written as HTTP here: 401 or 403 with the RFC 6750
 //! `WWW-Authenticate` challenge pointing at the RFC 9728 metadata.
 
+use std::time::Duration;
+
 use http::{HeaderValue, Response, StatusCode, header, request::Parts};
 use http_body_util::{BodyExt, Full};
 use serde_json::json;
 
 use super::errors::HttpResponse;
 use crate::auth::{Authenticator, Challenge, Refusal, metadata};
+use crate::logging::Sampled;
 
 /// Authenticates the request for `method`/`name`; the principal goes into the
 /// request's extensions, where handlers read it (`Principal::from_request`).
@@ -27,7 +30,11 @@ pub(crate) async fn authorize(
         }
         Ok(None) => Ok(()),
         Err(refusal) => {
-            tracing::info!(challenge = ?refusal.challenge, "request refused by auth");
+            // Anyone can cause this: one line per 10 s at most (metrics count them all).
+            static REFUSALS: Sampled = Sampled::per(Duration::from_secs(10));
+            if let Some(held_back) = REFUSALS.allow() {
+                tracing::info!(challenge = ?refusal.challenge, held_back, "request refused by auth");
+            }
             Err(challenge_response(auth, &refusal))
         }
     }

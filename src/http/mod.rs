@@ -6,6 +6,7 @@
 //! | step | file | refuses with |
 //! |---|---|---|
 //! | 0. a task round (`POST <MCP_PATH>` with `x-mcp-task-round`, a self-invocation on Lambda): its token, nothing else; the round runs | `pipeline.rs` (`task_round`; token in [`tasks`](crate::tasks)) | 403 |
+//! | 0b. trace context and metrics (every request but a task round and `/healthz`): the `traceparent` read, the EMF record written when the answer is done | `trace_context.rs`, `metering.rs` (records in [`metrics`](crate::metrics)) | — |
 //! | 1. origin secret | `origin_secret.rs` | 403 |
 //! | 2. one `Host` (the allow-list and `Origin` are rmcp's) | `host.rs` | 400 |
 //! | 3. route | `pipeline.rs` | 404, 405 |
@@ -13,7 +14,7 @@
 //! | 5. body limit and deadline | `body_limit.rs`, `deadline.rs` | 413, 408 |
 //! | 6. envelope | `envelope.rs` | 400/-32700, -32600, -32020, -32602, -32022; 404/-32601 |
 //! | 7. auth | `bearer.rs` (decisions in [`auth`](crate::auth)) | 401, 403 |
-//! | 7b. listen filter (`subscriptions/listen` only) | `listen.rs` (decisions in [`listen`](crate::listen)) | -32602, 503 |
+//! | 7b. listen filter (`subscriptions/listen` only) | `listen.rs` (decisions in [`listen`](crate::listen)) | -32602, -32021, 503 |
 //! | 8. rmcp and the handler | `pipeline.rs`, [`handler`](crate::handler) | rmcp's answers |
 //! | 9. cache headers | `cache_headers.rs` | — |
 //! | 10. CORS | `cors.rs` | — |
@@ -38,10 +39,12 @@ pub mod errors;
 mod host;
 mod listen;
 mod media_types;
+mod metering;
 mod origin_secret;
 mod pipeline;
 mod settings;
 mod task_round;
+mod trace_context;
 
 pub(crate) use deadline::Deadline;
 pub use origin_secret::OriginSecret;

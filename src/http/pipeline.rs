@@ -36,9 +36,10 @@ use super::{
     bearer, body_limit, cache_headers, cors,
     envelope::{self, Checked, Era},
     errors::{HttpResponse, text_response},
-    host, listen, media_types,
+    host, listen, media_types, metering,
     origin_secret::{self, OriginSecretCheck},
     settings::HttpSettings,
+    trace_context,
 };
 use crate::{
     auth::{Authenticator, metadata},
@@ -64,10 +65,12 @@ pub(crate) struct Front {
     pub(crate) supported_versions: Vec<String>,
     /// `subscriptions/listen` served by the library; `None` = left to the handler.
     pub(crate) listen: Option<Arc<Listener>>,
-    /// The lists the handler advertises, fingerprinted at start-up when listen is on.
-    pub(crate) fingerprinted_lists: Vec<&'static str>,
+    /// The lists the handler advertises, asked for at start-up when listen or metrics are on.
+    pub(crate) probed_lists: Vec<&'static str>,
     /// The task engine, for the worker route; `None` = tasks are off.
     pub(crate) tasks: Option<Arc<Tasks>>,
+    /// Per-request EMF records; `None` or disabled = none written.
+    pub(crate) metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 /// The whole HTTP service: routes, the MCP front, rmcp behind it.
@@ -125,27 +128,39 @@ where
                 task_round(tasks, lease, request).instrument(tracing::info_span!("mcp.task_round")),
             );
         }
+        // 0b. The caller's trace id (a valid `traceparent` only) and, metrics on, the record.
+        let trace_id = trace_context::trace_id(request.headers());
+        let metered = metering::begin(self.front.metrics.as_ref(), &mut request, trace_id.clone());
         // 1. Only requests that came through the CDN, when one is configured:
         //    before routing, auth, logging or reading the body.
         if let Err(refusal) =
             origin_secret::check(self.front.origin_secret.as_ref(), request.headers_mut())
         {
+            let refusal = match metered {
+                Some(started) => metering::finish(started, refusal),
+                None => refusal,
+            };
             return Box::pin(async move { Ok(refusal) });
         }
         let this = self.clone();
-        // Fields, not strings; never the token or the arguments.
+        // Fields, not strings; never the token or the arguments. On Lambda the runtime's own
+        // span around it carries `requestId` and `xrayTraceId`.
         let span = tracing::info_span!(
             "mcp.request",
             mcp.method = tracing::field::Empty,
             mcp.legacy = tracing::field::Empty,
             status = tracing::field::Empty,
+            trace_id = trace_id.as_deref(),
         );
         Box::pin(
             async move {
                 let response = this.route(request).await;
                 tracing::Span::current().record("status", response.status().as_u16());
                 tracing::debug!("answered");
-                Ok(response)
+                Ok(match metered {
+                    Some(started) => metering::finish(started, response),
+                    None => response,
+                })
             }
             .instrument(span),
         )
@@ -249,6 +264,9 @@ impl<H: ServerHandler> McpService<H> {
         let span = tracing::Span::current();
         span.record("mcp.method", checked.method.as_str());
         span.record("mcp.legacy", checked.era == Era::Legacy);
+        if let Some(slot) = parts.extensions.get::<metering::MeterSlot>() {
+            slot.set(&checked.method, checked.name.as_deref());
+        }
         Ok(checked)
     }
 
@@ -295,16 +313,21 @@ impl<H: ServerHandler> McpService<H> {
         self.rmcp.handle(request).await
     }
 
-    /// With listen on, asks the handler once, in process, for its tool and prompt lists, so
-    /// this instance's fingerprints are published before the first listener arrives (Lambda
-    /// INIT). The front is skipped (there is no caller); an answer that fails (the handler has
-    /// no such list, or wants a caller) leaves the fingerprint to the first real request.
-    pub(crate) async fn publish_fingerprints(&self) {
-        if self.front.listen.is_none() {
+    /// With listen or metrics on, asks the handler once, in process, for its lists, so this
+    /// instance's tool and prompt fingerprints are published before the first listener arrives
+    /// and metrics know the names on them (Lambda INIT). The front is skipped (there is no
+    /// caller); an answer that fails (the handler has no such list, or wants a caller) leaves
+    /// both to the first real list request.
+    pub(crate) async fn probe_lists(&self) {
+        let metrics = self.front.metrics.is_some();
+        if self.front.listen.is_none() && !metrics {
             return;
         }
         let host = self.host_for_internal_requests();
-        for &method in &self.front.fingerprinted_lists {
+        for &method in &self.front.probed_lists {
+            if !metrics && method.starts_with("resources/") {
+                continue;
+            }
             let body = serde_json::json!({
                 "jsonrpc": "2.0", "id": 0, "method": method,
                 "params": {"_meta": {
@@ -323,11 +346,7 @@ impl<H: ServerHandler> McpService<H> {
                 continue;
             };
             let response = self.rmcp.handle(request).await;
-            tracing::debug!(
-                method,
-                status = response.status().as_u16(),
-                "fingerprint probe"
-            );
+            tracing::debug!(method, status = response.status().as_u16(), "list probe");
         }
     }
 }
@@ -385,7 +404,15 @@ where
         return forbidden();
     };
     if !tasks.round_token_ok(&token, &task_id, round) {
-        tracing::warn!("a task round with a bad or expired token was refused");
+        // Anyone can send the header: one line per 10 s at most.
+        static FORGED: crate::logging::Sampled =
+            crate::logging::Sampled::per(std::time::Duration::from_secs(10));
+        if let Some(held_back) = FORGED.allow() {
+            tracing::warn!(
+                held_back,
+                "a task round with a bad or expired token was refused"
+            );
+        }
         return forbidden();
     }
     let Ok(id) = task_id.parse() else {

@@ -45,7 +45,10 @@ pub(super) async fn open(table: &str, timeouts: &AwsTimeouts) -> Result<Changes,
             reason: "no AWS region; set AWS_REGION (Lambda sets it)".into(),
         });
     }
-    Ok(Changes::new(DynamoDbFeed::new(Client::new(&sdk), table)))
+    Ok(Changes::new(DynamoDbFeed::new(
+        crate::aws::dynamodb_client(&sdk),
+        table,
+    )))
 }
 
 fn key(watch: &Watch) -> String {

@@ -35,6 +35,7 @@ use crate::{
     error::Error,
     http::McpService,
     listen::StreamLimits,
+    metrics::Invocation,
 };
 
 /// How the function answers: buffered, or with Lambda response streaming.
@@ -61,8 +62,14 @@ impl LambdaSettings {
 /// Adapts the service to buffered Lambda responses (the whole body at once):
 /// what `lambda_http::run` expects. Public so tests can send decoded events
 /// through the same path Lambda uses.
-#[derive(Clone)]
 pub struct Buffered<H>(pub McpService<H>);
+
+// By hand: a derive would ask `H: Clone`, and the service clones without it.
+impl<H> Clone for Buffered<H> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
 
 impl<H: rmcp::ServerHandler> tower::Service<Request> for Buffered<H> {
     type Response = Response<LambdaBody>;
@@ -95,8 +102,13 @@ impl<H: rmcp::ServerHandler> tower::Service<Request> for Buffered<H> {
 
 /// Adapts the service to Lambda response streaming: what
 /// `lambda_http::run_with_streaming_response` expects.
-#[derive(Clone)]
 pub struct Streaming<H>(pub McpService<H>);
+
+impl<H> Clone for Streaming<H> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
 
 /// The body of a streamed answer.
 pub(crate) type StreamingBody = BoxBody<Bytes, Infallible>;
@@ -159,12 +171,23 @@ fn never_empty(response: Response<StreamingBody>) -> Response<StreamingBody> {
 /// Tells a listen stream when the invocation ends (the runtime's deadline, never a guess) and
 /// whether its answer is sent whole (then it long-polls: it ends after its first delivery).
 fn with_stream_limits(mut request: Request, buffered: bool) -> Request {
-    let deadline = request
-        .lambda_context_ref()
-        .map(|context| std::time::UNIX_EPOCH + std::time::Duration::from_millis(context.deadline));
+    let (deadline, invocation) = match request.lambda_context_ref() {
+        Some(context) => (
+            Some(std::time::UNIX_EPOCH + std::time::Duration::from_millis(context.deadline)),
+            Some(Invocation::new(
+                context.request_id.clone(),
+                context.xray_trace_id.clone(),
+            )),
+        ),
+        None => (None, None),
+    };
     request
         .extensions_mut()
         .insert(StreamLimits::new(deadline, buffered));
+    // The ids a metrics record carries, so it can be found from the invocation's logs.
+    if let Some(invocation) = invocation {
+        request.extensions_mut().insert(invocation);
+    }
     request
 }
 
@@ -207,16 +230,22 @@ fn path_as_sent(mut request: Request) -> Request {
 }
 
 /// Runs the Lambda runtime loop with `service` built during INIT.
+///
+/// Lambda Managed Instances send one execution environment up to
+/// `AWS_LAMBDA_MAX_CONCURRENCY` invocations at once: the runtime then polls for that many and
+/// serves them side by side on this process's runtime (each with its own request, context and
+/// deadline; the service holds no per-invocation state). Unset, it serves one at a time.
 pub(crate) async fn serve<H: rmcp::ServerHandler>(
     service: McpService<H>,
     settings: &LambdaSettings,
 ) -> Result<(), Error> {
     let streaming = settings.streaming;
-    tracing::info!(streaming, "serving MCP on AWS Lambda");
+    let concurrency = std::env::var("AWS_LAMBDA_MAX_CONCURRENCY").ok();
+    tracing::info!(streaming, concurrency, "serving MCP on AWS Lambda");
     let result = if streaming {
-        lambda_http::run_with_streaming_response(Streaming(service)).await
+        lambda_http::run_with_streaming_response_concurrent(Streaming(service)).await
     } else {
-        lambda_http::run(Buffered(service)).await
+        lambda_http::run_concurrent(Buffered(service)).await
     };
     result.map_err(|error| Error::Lambda(error.to_string()))
 }

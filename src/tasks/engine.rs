@@ -210,7 +210,7 @@ impl TaskSettings {
             Some(table) => {
                 let sdk = crate::aws::shared_config(&handles.timeouts).await;
                 let store = Arc::new(super::DynamoDbTaskStore::new(
-                    aws_sdk_dynamodb::Client::new(&sdk),
+                    crate::aws::dynamodb_client(&sdk),
                     table.clone(),
                 ));
                 #[cfg(not(feature = "aws-secrets"))]

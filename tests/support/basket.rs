@@ -105,6 +105,13 @@ impl Server {
     /// [`start`](Self::start), with the child's stderr sent to `stderr` (`Stdio::piped()` keeps
     /// it for [`exit`](Self::exit)); `MCP_LOG` in `env` overrides the default `warn`.
     pub async fn start_with(env: &[(&str, &str)], stderr: Stdio) -> Server {
+        Self::start_with_output(env, Stdio::null(), stderr).await
+    }
+
+    /// [`start_with`](Self::start_with), with the child's stdout sent to `stdout` too (piped:
+    /// read it with [`stdout`](Self::stdout) once the server has exited).
+    pub async fn start_with_output(env: &[(&str, &str)], stdout: Stdio, stderr: Stdio) -> Server {
+        let mut stdout = Some(stdout);
         let mut stderr = Some(stderr);
         let client = Client::builder(TokioExecutor::new()).build_http();
         // The port is free when picked but could be taken before the child binds it: retry.
@@ -120,7 +127,7 @@ impl Server {
             let child = spawn(
                 binary(),
                 &vars,
-                Stdio::null(),
+                stdout.take().unwrap_or_else(Stdio::null),
                 stderr.take().unwrap_or_else(Stdio::null),
             );
             let mut server = Server {
@@ -242,6 +249,15 @@ impl Server {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// What the server wrote on stdout (when started with it piped), once it has exited.
+    pub fn stdout(&mut self) -> String {
+        let mut out = String::new();
+        if let Some(mut stdout) = self.child.stdout.take() {
+            let _ = std::io::Read::read_to_string(&mut stdout, &mut out);
+        }
+        out
     }
 
     /// Opens a `subscriptions/listen` stream for `filter` with JSON-RPC id `id`.

@@ -1,0 +1,214 @@
+//! One request's record and its EMF line.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::KnownNames;
+use crate::aws::DynamoDbUsage;
+
+/// Which Lambda invocation a request is: put into the request's extensions by the Lambda
+/// adapter, read by the metrics (and absent locally).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Invocation {
+    /// Lambda's request id.
+    pub request_id: String,
+    /// The X-Ray trace header of the invocation (`Root=…;Parent=…;Sampled=…`), when traced.
+    pub xray_trace_id: Option<String>,
+}
+
+impl Invocation {
+    /// An invocation's ids.
+    pub fn new(request_id: impl Into<String>, xray_trace_id: Option<String>) -> Self {
+        Self {
+            request_id: request_id.into(),
+            xray_trace_id,
+        }
+    }
+}
+
+/// What one request did, as metrics see it.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RequestRecord {
+    /// The MCP method; `None` when refused before it was read.
+    pub method: Option<String>,
+    /// The tool, prompt or resource the request names (`Mcp-Name`), if any.
+    pub name: Option<String>,
+    /// The HTTP status.
+    pub status: u16,
+    /// The JSON-RPC error code of the answer, if it is an error.
+    pub json_rpc_code: Option<i64>,
+    /// Until the answer's last byte; `None` for a stream (`subscriptions/listen`).
+    pub duration: Option<Duration>,
+    /// The instance's first request.
+    pub cold_start: bool,
+    /// DynamoDB while it ran.
+    pub dynamodb: DynamoDbUsage,
+    /// The Lambda invocation, when on Lambda.
+    pub invocation: Option<Invocation>,
+    /// The trace id of a valid W3C `traceparent`.
+    pub trace_id: Option<String>,
+}
+
+/// Whether a JSON-RPC error code is the server's own failure (vs the client's mistake).
+fn server_error(code: i64) -> bool {
+    code == -32603 || (-32099..=-32000).contains(&code)
+}
+
+const METRICS: [(&str, &str); 9] = [
+    ("Requests", "Count"),
+    ("Duration", "Milliseconds"),
+    ("Errors", "Count"),
+    ("ClientErrors", "Count"),
+    ("AuthRefusals", "Count"),
+    ("ColdStart", "Count"),
+    ("DynamoDbRequests", "Count"),
+    ("DynamoDbLatency", "Milliseconds"),
+    ("DynamoDbThrottles", "Count"),
+];
+
+fn millis(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0
+}
+
+impl RequestRecord {
+    /// The record as one EMF JSON object (without the line end).
+    ///
+    /// ```
+    /// use mcp_lambda::metrics::{KnownNames, RequestRecord};
+    ///
+    /// let mut record = RequestRecord::default();
+    /// record.method = Some("tools/list".into());
+    /// record.status = 200;
+    /// let line = record.to_emf("mcp-lambda", "my-function", &KnownNames::default());
+    /// let emf: serde_json::Value = serde_json::from_str(&line).unwrap();
+    /// assert_eq!(emf["Method"], "tools/list");
+    /// assert_eq!(emf["Requests"], 1);
+    /// ```
+    pub fn to_emf(&self, namespace: &str, function: &str, names: &KnownNames) -> String {
+        let method = self.method.as_deref().unwrap_or("-");
+        let name = match &self.method {
+            Some(method) => names.dimension(method, self.name.as_deref()),
+            None => "-".into(),
+        };
+        let code = self.json_rpc_code;
+        let errors = self.status >= 500 || code.is_some_and(server_error);
+        let client_errors = !errors
+            && ((400..500).contains(&self.status) || code.is_some_and(|c| !server_error(c)));
+        let auth = matches!(self.status, 401 | 403);
+        let metrics: Vec<Value> = METRICS
+            .iter()
+            .filter(|(metric, _)| *metric != "Duration" || self.duration.is_some())
+            .map(|(metric, unit)| json!({"Name": metric, "Unit": unit}))
+            .collect();
+        let timestamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as u64;
+        let mut record = Map::new();
+        record.insert(
+            "_aws".into(),
+            json!({
+                "Timestamp": timestamp,
+                "CloudWatchMetrics": [{
+                    "Namespace": namespace,
+                    "Dimensions": [["Function"], ["Function", "Method"], ["Function", "Method", "Name"]],
+                    "Metrics": metrics,
+                }],
+            }),
+        );
+        record.insert("Function".into(), function.into());
+        record.insert("Method".into(), method.into());
+        record.insert("Name".into(), name.into());
+        record.insert("Requests".into(), 1.into());
+        if let Some(duration) = self.duration {
+            record.insert("Duration".into(), millis(duration).into());
+        }
+        record.insert("Errors".into(), u8::from(errors).into());
+        record.insert("ClientErrors".into(), u8::from(client_errors).into());
+        record.insert("AuthRefusals".into(), u8::from(auth).into());
+        record.insert("ColdStart".into(), u8::from(self.cold_start).into());
+        record.insert("DynamoDbRequests".into(), self.dynamodb.requests.into());
+        record.insert(
+            "DynamoDbLatency".into(),
+            millis(self.dynamodb.latency).into(),
+        );
+        record.insert("DynamoDbThrottles".into(), self.dynamodb.throttles.into());
+        record.insert("httpStatus".into(), self.status.into());
+        if let Some(code) = code {
+            record.insert("jsonRpcCode".into(), code.into());
+        }
+        if let Some(invocation) = &self.invocation {
+            record.insert("requestId".into(), invocation.request_id.clone().into());
+            if let Some(trace) = &invocation.xray_trace_id {
+                record.insert("xrayTraceId".into(), trace.clone().into());
+            }
+        }
+        if let Some(trace) = &self.trace_id {
+            record.insert("traceId".into(), trace.clone().into());
+        }
+        Value::Object(record).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn emf(record: &RequestRecord) -> Value {
+        serde_json::from_str(&record.to_emf("ns", "fn", &KnownNames::default())).unwrap()
+    }
+
+    #[test]
+    fn errors_are_classed_by_whose_they_are() {
+        let mut record = RequestRecord {
+            method: Some("tools/call".into()),
+            status: 200,
+            json_rpc_code: Some(-32602),
+            ..Default::default()
+        };
+        let e = emf(&record);
+        assert_eq!(
+            (e["Errors"].clone(), e["ClientErrors"].clone()),
+            (json!(0), json!(1))
+        );
+        record.json_rpc_code = Some(-32603);
+        let e = emf(&record);
+        assert_eq!(
+            (e["Errors"].clone(), e["ClientErrors"].clone()),
+            (json!(1), json!(0))
+        );
+        record.json_rpc_code = None;
+        record.status = 401;
+        let e = emf(&record);
+        assert_eq!(
+            (e["ClientErrors"].clone(), e["AuthRefusals"].clone()),
+            (json!(1), json!(1))
+        );
+        record.status = 503;
+        assert_eq!(emf(&record)["Errors"], 1);
+    }
+
+    #[test]
+    fn a_stream_has_no_duration_and_every_metric_named_is_present() {
+        let record = RequestRecord {
+            method: Some("subscriptions/listen".into()),
+            status: 200,
+            ..Default::default()
+        };
+        let e = emf(&record);
+        let named: Vec<&str> = e["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["Name"].as_str().unwrap())
+            .collect();
+        assert!(!named.contains(&"Duration"));
+        for name in named {
+            assert!(e.get(name).is_some(), "{name} named but absent");
+        }
+        assert_eq!(e["Name"], "-");
+    }
+}
