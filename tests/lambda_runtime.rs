@@ -952,6 +952,18 @@ async fn task_round_hand_off(streaming: bool) {
             function.logs()
         );
     }
+    // The metrics count DynamoDB: `add_item` reads the basket handle and writes it back on
+    // its version (one `GetItem`, one conditional `UpdateItem`, no conflict here).
+    let logs = format!("{}{}", first.logs(), second.logs());
+    let add_item: Vec<Value> = logs
+        .lines()
+        .filter(|l| l.contains("\"_aws\"") && l.contains("\"Name\":\"add_item\""))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(add_item.len(), 1, "{logs}");
+    assert_eq!(add_item[0]["DynamoDbRequests"], 2, "{}", add_item[0]);
+    assert!(add_item[0]["DynamoDbLatency"].as_f64().unwrap() > 0.0);
+    assert_eq!(add_item[0]["DynamoDbThrottles"], 0);
 }
 
 /// The stand-in's verifier refuses a signature that does not match (a tampered body, another
