@@ -89,6 +89,33 @@ assert invoke_config["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::G
 assert not any("lambda:" in str(s.get("Action")) for s in statements if isinstance(s, dict)), "self-invoke belongs in SelfInvokePolicy only"
 print("role actions, self-invoke scope, listen limit and keep-alive bounds as documented")
 PY
+# CloudFront and what a stack update may drop: the documents' cache key carries Origin (their
+# CORS headers depend on it; a header in the cache key is the one way it reaches the origin),
+# every entry point behind CloudFront needs the origin secret (each stays public at its own URL),
+# and the handles table (callers' state) and the log group survive deletion and replacement.
+check template-cloudfront-and-retention "$MCP_WORK/venv-sam/bin/python" - <<'PY'
+from cfnlint.decode import decode
+template, errors = decode("template.yaml")
+assert not errors, errors
+res = template["Resources"]
+headers = res["DocumentsCachePolicy"]["Properties"]["CachePolicyConfig"]["ParametersInCacheKeyAndForwardedToOrigin"]["HeadersConfig"]
+assert headers.get("HeaderBehavior") == "whitelist" and "Origin" in headers.get("Headers", []), \
+    f"the documents' cache policy must key on (and so forward) Origin, or their CORS headers are lost: {headers}"
+behaviours = res["McpDistribution"]["Properties"]["DistributionConfig"]["CacheBehaviors"]
+for b in behaviours:
+    assert b.get("CachePolicyId") == {"Ref": "DocumentsCachePolicy"} or "OriginRequestPolicyId" in b, \
+        f"{b['PathPattern']}: neither the Origin-keyed cache policy nor an origin request policy"
+rules = template["Rules"]
+secret_rules = [r for r in rules.values()
+                if any(a.get("Assert") == {"Fn::Not": [{"Fn::Equals": [{"Ref": "OriginSecret"}, ""]}]} for a in r["Assertions"])]
+assert secret_rules, "no rule requires OriginSecret"
+assert any(r.get("RuleCondition") == {"Fn::Equals": [{"Ref": "CloudFront"}, "true"]} for r in secret_rules), \
+    "the origin secret must be required for every entry point behind CloudFront, not only a Function URL: " + str([r.get("RuleCondition") for r in secret_rules])
+for name in ("HandlesTable", "McpLogGroup"):
+    for policy in ("DeletionPolicy", "UpdateReplacePolicy"):
+        assert res[name].get(policy) == "Retain", f"{name} needs {policy}: Retain, or a stack deletion or replacement drops it"
+print("documents keyed on Origin, origin secret behind CloudFront for every entry point, table and logs retained")
+PY
 # The table has one definition, infra/handles-table.json; the template mirrors it.
 if [ -e infra/handles-table.json ]; then
   check table-matches-infra "$MCP_WORK/venv-sam/bin/python" - <<'PY'
