@@ -116,6 +116,38 @@ for name in ("HandlesTable", "McpLogGroup"):
         assert res[name].get(policy) == "Retain", f"{name} needs {policy}: Retain, or a stack deletion or replacement drops it"
 print("documents keyed on Origin, origin secret behind CloudFront for every entry point, table and logs retained")
 PY
+# The REST entry: every stack update reaches stage prod (a fixed AWS::ApiGateway::Deployment is a
+# snapshot that never changes; SAM's hash of the definition is taken before parameters resolve,
+# so only AlwaysDeploy redeploys a flipped Streaming), the integration waits as long as a stream
+# may last (the default 29 s cut streams), and auth is refused on the bare execute-api URL (the
+# challenge is renamed, the RFC 9728 fallback URL is outside the stage).
+check template-rest "$MCP_WORK/venv-sam/bin/python" - <<'PY'
+from cfnlint.decode import decode
+template, errors = decode("template.yaml")
+assert not errors, errors
+res = template["Resources"]
+raw = [k for k, v in res.items() if v["Type"] == "AWS::ApiGateway::Deployment"]
+assert not raw, f"a fixed AWS::ApiGateway::Deployment never redeploys stage prod after a method change: {raw}"
+api = res["McpRestApi"]
+assert api["Type"] == "AWS::Serverless::Api", api["Type"]
+assert api["Properties"].get("AlwaysDeploy") is True, "without AlwaysDeploy a Streaming flip never reaches stage prod"
+assert api["Properties"]["StageName"] == "prod"
+integration = api["Properties"]["DefinitionBody"]["paths"]["/{proxy+}"]["x-amazon-apigateway-any-method"]["x-amazon-apigateway-integration"]
+assert integration["type"] == "aws_proxy"
+assert integration["responseTransferMode"] == {"Fn::If": ["IsStreaming", "STREAM", "BUFFERED"]}, integration["responseTransferMode"]
+timeout = integration.get("timeoutInMillis")
+assert isinstance(timeout, dict) and timeout.get("Fn::If", [None])[0] == "IsStreaming", f"no timeoutInMillis per mode: the default 29 s cuts streams: {timeout}"
+streamed, buffered = timeout["Fn::If"][1], timeout["Fn::If"][2]
+function_max_ms = template["Parameters"]["Timeout"]["MaxValue"] * 1000
+assert function_max_ms <= streamed <= 900000, f"streamed integration timeout {streamed} ms must cover Timeout up to {function_max_ms} ms, within the documented 15 min"
+assert 50 <= buffered <= 29000, f"buffered integration timeout {buffered} ms is outside the default quota (50 ms to 29 s)"
+rule = template["Rules"]["RestApiAuthNeedsCloudFront"]
+assert rule["RuleCondition"] == {"Fn::And": [{"Fn::Equals": [{"Ref": "EntryPoint"}, "ApiGatewayRest"]}, {"Fn::Not": [{"Fn::Equals": [{"Ref": "AuthIssuer"}, ""]}]}]}, rule["RuleCondition"]
+assert rule["Assertions"][0]["Assert"] == {"Fn::Equals": [{"Ref": "CloudFront"}, "true"]}
+origin = res["McpDistribution"]["Properties"]["DistributionConfig"]["Origins"][0]
+assert origin["OriginPath"] == {"Fn::If": ["UseRestApi", "/prod", {"Ref": "AWS::NoValue"}]}, "behind CloudFront the host root must map into stage prod"
+print("REST: redeployed on every update, integration timeouts per mode, auth only behind CloudFront")
+PY
 # The table has one definition, infra/handles-table.json; the template mirrors it.
 if [ -e infra/handles-table.json ]; then
   check table-matches-infra "$MCP_WORK/venv-sam/bin/python" - <<'PY'
