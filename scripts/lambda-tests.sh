@@ -53,8 +53,8 @@ check sam-validate-lint "$SAM" validate --lint --template template.yaml
 # What no lint can see: the role grants exactly the DynamoDB actions the handle store and the
 # change feed send (a listen poll is one BatchGetItem), and a listen stream's limit is the
 # function timeout (the stream ends 3 s before the invocation's deadline) except behind a
-# buffered REST integration, which gives up after 29 s, or a buffered answer behind CloudFront
-# (60 s origin read timeout).
+# buffered REST integration, which gives up after 29 s, an HTTP API (30 s), or a buffered answer
+# behind CloudFront (60 s origin read timeout).
 check template-listen "$MCP_WORK/venv-sam/bin/python" - <<'PY'
 from cfnlint.decode import decode
 template, errors = decode("template.yaml")
@@ -65,10 +65,11 @@ items = [s for s in statements if isinstance(s, dict) and s.get("Sid") == "Handl
 assert sorted(items["Action"]) == ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], items["Action"]
 env = res["McpFunction"]["Properties"]["Environment"]["Variables"]
 limit = env["MCP_LISTEN_MAX_SECS"]
-assert limit == {"Fn::If": ["RestBuffered", 25, {"Fn::If": ["BufferedBehindCloudFront", 55, {"Ref": "Timeout"}]}]}, limit
+assert limit == {"Fn::If": ["ApiGatewayBuffered", 25, {"Fn::If": ["BufferedBehindCloudFront", 55, {"Ref": "Timeout"}]}]}, limit
 assert template["Conditions"]["BufferedBehindCloudFront"] == {"Fn::And": [{"Condition": "UseCloudFront"}, {"Fn::Not": [{"Condition": "IsStreaming"}]}]}
 assert env["MCP_LISTEN_POLL_MS"] == {"Ref": "ListenPollMs"}
-assert template["Conditions"]["RestBuffered"] == {"Fn::And": [{"Condition": "UseRestApi"}, {"Fn::Not": [{"Condition": "IsStreaming"}]}]}
+assert template["Conditions"]["ApiGatewayBuffered"] == {"Fn::Or": [{"Fn::And": [{"Condition": "UseRestApi"}, {"Fn::Not": [{"Condition": "IsStreaming"}]}]}, {"Condition": "UseHttpApi"}]}, \
+    "a listen behind a buffered REST integration (29 s) or any HTTP API (30 s) must end within 25 s"
 keep_alive_max = template["Parameters"]["SseKeepAliveSecs"].get("MaxValue", 10**9)
 assert keep_alive_max < 60, f"keep-alives must stay under CloudFront's 60 s OriginReadTimeout: MaxValue {keep_alive_max}"
 assert template["Parameters"]["Timeout"]["MaxValue"] <= 900
@@ -147,6 +148,39 @@ assert rule["Assertions"][0]["Assert"] == {"Fn::Equals": [{"Ref": "CloudFront"},
 origin = res["McpDistribution"]["Properties"]["DistributionConfig"]["Origins"][0]
 assert origin["OriginPath"] == {"Fn::If": ["UseRestApi", "/prod", {"Ref": "AWS::NoValue"}]}, "behind CloudFront the host root must map into stage prod"
 print("REST: redeployed on every update, integration timeouts per mode, auth only behind CloudFront")
+PY
+# The HTTP API entry: payload 2.0 on the $default route and stage (the function routes every path,
+# and rawPath then has no stage prefix), 30 s at most (the quota), never streamed (HTTP APIs
+# cannot: a rule refuses Streaming=true and the function is told false anyway), invoked only by
+# this API, and CloudFront's origin is its execute-api host with no origin path.
+check template-http-api "$MCP_WORK/venv-sam/bin/python" - <<'PY'
+from cfnlint.decode import decode
+template, errors = decode("template.yaml")
+assert not errors, errors
+res = template["Resources"]
+assert "HttpApi" in template["Parameters"]["EntryPoint"]["AllowedValues"]
+integration = res["McpHttpIntegration"]["Properties"]
+assert integration["IntegrationType"] == "AWS_PROXY" and integration["PayloadFormatVersion"] == "2.0", integration
+assert integration["IntegrationUri"] == {"Fn::GetAtt": ["McpFunction", "Arn"]}
+assert 50 <= integration["TimeoutInMillis"] <= 30000, f"HTTP API integrations wait 30 s at most: {integration['TimeoutInMillis']}"
+assert res["McpHttpRoute"]["Properties"]["RouteKey"] == "$default", "the function routes every path itself: $default route"
+stage = res["McpHttpStage"]["Properties"]
+assert stage["StageName"] == "$default" and stage["AutoDeploy"] is True, "a named stage prefixes rawPath; without AutoDeploy changes never reach the stage"
+permission = res["McpHttpPermission"]["Properties"]
+assert permission["Principal"] == "apigateway.amazonaws.com" and permission["Action"] == "lambda:InvokeFunction"
+assert permission["SourceArn"] == {"Fn::Sub": "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${McpHttpApi}/*"}, permission["SourceArn"]
+for name in ("McpHttpApi", "McpHttpIntegration", "McpHttpRoute", "McpHttpStage", "McpHttpPermission"):
+    assert res[name].get("Condition") == "UseHttpApi", f"{name} must exist only with EntryPoint=HttpApi"
+env = res["McpFunction"]["Properties"]["Environment"]["Variables"]
+assert env["MCP_LAMBDA_STREAMING"] == {"Fn::If": ["UseHttpApi", "false", {"Ref": "Streaming"}]}, "the function must never stream behind an HTTP API"
+rule = template["Rules"]["HttpApiCannotStream"]
+assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "EntryPoint"}, "HttpApi"]}
+assert rule["Assertions"][0]["Assert"] == {"Fn::Equals": [{"Ref": "Streaming"}, "false"]}
+origin = res["McpDistribution"]["Properties"]["DistributionConfig"]["Origins"][0]
+assert "${McpHttpApi}.execute-api.${AWS::Region}.amazonaws.com" in str(origin["DomainName"]), origin["DomainName"]
+outputs = str(template["Outputs"]["McpUrl"]["Value"])
+assert "https://${McpHttpApi}.execute-api.${AWS::Region}.amazonaws.com/mcp" in outputs, outputs
+print("HTTP API: payload 2.0 on $default, 30 s, never streamed, invoked by this API only, behind CloudFront as REST is")
 PY
 # The table has one definition, infra/handles-table.json; the template mirrors it.
 if [ -e infra/handles-table.json ]; then
