@@ -182,6 +182,90 @@ outputs = str(template["Outputs"]["McpUrl"]["Value"])
 assert "https://${McpHttpApi}.execute-api.${AWS::Region}.amazonaws.com/mcp" in outputs, outputs
 print("HTTP API: payload 2.0 on $default, 30 s, never streamed, invoked by this API only, behind CloudFront as REST is")
 PY
+# Operations: the function is told whether and where to write its metrics; the dashboard and the
+# alarms name only metrics and dimensions the function writes (a typo is a widget or an alarm that
+# never sees data), alarms treat no data as fine and notify only a given topic; the spend caps and
+# X-Ray reach the function, both API stages and the role (X-Ray's two write actions, only when
+# tracing is Active).
+check template-operations "$MCP_WORK/venv-sam/bin/python" - <<'PY'
+import json, re
+from cfnlint.decode import decode
+template, errors = decode("template.yaml")
+assert not errors, errors
+res, params, conds = template["Resources"], template["Parameters"], template["Conditions"]
+EMF = {"Requests", "Duration", "Errors", "ClientErrors", "AuthRefusals", "ColdStart", "DynamoDbRequests", "DynamoDbLatency", "DynamoDbThrottles"}
+DIMENSIONS = {"Function", "Method", "Name"}
+function = res["McpFunction"]["Properties"]
+env = function["Environment"]["Variables"]
+assert env["MCP_METRICS"] == {"Ref": "Metrics"} and env["MCP_METRICS_NAMESPACE"] == {"Ref": "MetricsNamespace"}, "the function is not told MCP_METRICS / MCP_METRICS_NAMESPACE"
+assert params["Metrics"]["Default"] == "on" and sorted(params["Metrics"]["AllowedValues"]) == ["off", "on"]
+assert params["MetricsNamespace"]["Default"] == "mcp-lambda"
+# The dashboard: valid JSON once substituted, our namespace's metrics all among what the function writes.
+body = res["McpDashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+values = {"AWS::Region": "us-east-1", "MetricsNamespace": "mcp-lambda", "McpFunction": "fn", "HandlesTable": "table"}
+unknown = set(re.findall(r"\$\{([^}]+)\}", body)) - set(values)
+assert not unknown, f"dashboard substitutes unknown names: {unknown}"
+dashboard = json.loads(re.sub(r"\$\{([^}]+)\}", lambda m: values[m.group(1)], body))
+seen = set()
+for widget in dashboard["widgets"]:
+    for line in widget["properties"]["metrics"]:
+        if isinstance(line[0], dict):
+            expression = line[0]["expression"]
+            for name in re.findall(r'MetricName=\\?"(\w+)"', expression):
+                seen.add(name)
+            if '"mcp-lambda"' in expression:
+                schema = re.search(r"\{([^}]*)\}", expression).group(1).split(",")[1:]
+                assert set(schema) <= DIMENSIONS, f"dashboard SEARCH over dimensions the function does not write: {schema}"
+                assert re.search(r"MetricName=\"(\w+)\"", expression).group(1) in EMF, expression
+        elif line[0] == "mcp-lambda":
+            assert line[1] in EMF, f"dashboard shows {line[1]}, which the function does not write"
+            assert set(line[2:-1:2] if isinstance(line[-1], dict) else line[2::2]) <= DIMENSIONS, line
+            seen.add(line[1])
+        else:
+            seen.add(line[1])
+for wanted in ("Requests", "Errors", "ClientErrors", "AuthRefusals", "Duration", "ColdStart", "DynamoDbLatency", "DynamoDbThrottles", "Throttles", "ThrottledRequests"):
+    assert wanted in seen, f"the dashboard has no {wanted}"
+# The alarms.
+alarms = {k: v for k, v in res.items() if v["Type"] == "AWS::CloudWatch::Alarm"}
+assert set(alarms) == {"ErrorRateAlarm", "LatencyP99Alarm", "ThrottlingAlarm"}, sorted(alarms)
+for name, alarm in alarms.items():
+    p = alarm["Properties"]
+    assert p["TreatMissingData"] == "notBreaching", f"{name}: no traffic must not alarm"
+    for actions in ("AlarmActions", "OKActions"):
+        assert p[actions] == {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]}, f"{name}.{actions}: {p.get(actions)}"
+    for query in p.get("Metrics", []):
+        query = query["Fn::If"][1] if "Fn::If" in query else query
+        metric = query.get("MetricStat", {}).get("Metric")
+        if metric and metric["Namespace"] == {"Ref": "MetricsNamespace"}:
+            assert metric["MetricName"] in EMF, f"{name} watches {metric['MetricName']}, which the function does not write"
+            assert [d["Name"] for d in metric["Dimensions"]] == ["Function"] and metric["Dimensions"][0]["Value"] == {"Ref": "McpFunction"}, f"{name}: [Function] dimension set"
+error_rate = alarms["ErrorRateAlarm"]["Properties"]
+assert error_rate["Threshold"] == {"Ref": "ErrorRateThresholdPercent"} and params["ErrorRateThresholdPercent"]["Default"] == 5
+ids = {q["Id"]: q for q in error_rate["Metrics"]}
+assert ids["errors"]["MetricStat"]["Metric"]["MetricName"] == "Errors" and ids["requests"]["MetricStat"]["Metric"]["MetricName"] == "Requests"
+assert all(ids[i]["MetricStat"]["Period"] == 300 for i in ("errors", "requests")), "error rate over 5 minutes"
+assert ids["error_rate"]["Expression"].replace(" ", "") == "100*errors/requests" and ids["error_rate"]["ReturnData"] is True
+latency = alarms["LatencyP99Alarm"]["Properties"]
+assert latency["ExtendedStatistic"] == "p99" and latency["MetricName"] == "Duration" and latency["Threshold"] == {"Ref": "LatencyP99ThresholdMs"}
+assert [d["Name"] for d in latency["Dimensions"]] == ["Function"], "p99 on the [Function] dimension set"
+throttles = str(alarms["ThrottlingAlarm"]["Properties"]["Metrics"])
+assert "'AWS/Lambda'" in throttles and "'Throttles'" in throttles and "'DynamoDbThrottles'" in throttles, throttles
+assert alarms["ThrottlingAlarm"]["Properties"]["Threshold"] == 0
+# Spend caps and X-Ray.
+assert function["ReservedConcurrentExecutions"] == {"Fn::If": ["HasReservedConcurrency", {"Ref": "ReservedConcurrency"}, {"Ref": "AWS::NoValue"}]}
+assert conds["HasReservedConcurrency"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "ReservedConcurrency"}, 0]}]}, "0 must mean unreserved, not a function that never runs"
+caps = {"ThrottlingRateLimit": {"Ref": "ApiThrottleRateLimit"}, "ThrottlingBurstLimit": {"Ref": "ApiThrottleBurstLimit"}}
+rest = res["McpRestApi"]["Properties"]
+assert any(all(m.get(k) == v for k, v in caps.items()) and m.get("ResourcePath") == "/*" and m.get("HttpMethod") == "*" for m in rest["MethodSettings"]), rest["MethodSettings"]
+assert res["McpHttpStage"]["Properties"]["DefaultRouteSettings"] == caps
+assert function["Tracing"] == {"Ref": "Tracing"} and params["Tracing"]["Default"] == "PassThrough"
+assert rest["TracingEnabled"] == {"Fn::If": ["TracingActive", True, False]}
+statements = res["McpRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+xray = [s["Fn::If"] for s in statements if isinstance(s, dict) and "Fn::If" in s and s["Fn::If"][0] == "TracingActive"]
+assert len(xray) == 1 and sorted(xray[0][1]["Action"]) == ["xray:PutTelemetryRecords", "xray:PutTraceSegments"] and xray[0][2] == {"Ref": "AWS::NoValue"}, xray
+assert not res["McpRole"]["Properties"].get("ManagedPolicyArns"), "X-Ray needs two actions, not a managed policy"
+print("metrics env, dashboard and alarms on the function's EMF names, spend caps and X-Ray wired")
+PY
 # The table has one definition, infra/handles-table.json; the template mirrors it.
 if [ -e infra/handles-table.json ]; then
   check table-matches-infra "$MCP_WORK/venv-sam/bin/python" - <<'PY'
