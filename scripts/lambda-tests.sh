@@ -253,7 +253,7 @@ assert "'AWS/Lambda'" in throttles and "'Throttles'" in throttles and "'DynamoDb
 assert alarms["ThrottlingAlarm"]["Properties"]["Threshold"] == 0
 # Spend caps and X-Ray.
 assert function["ReservedConcurrentExecutions"] == {"Fn::If": ["HasReservedConcurrency", {"Ref": "ReservedConcurrency"}, {"Ref": "AWS::NoValue"}]}
-assert conds["HasReservedConcurrency"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "ReservedConcurrency"}, 0]}]}, "0 must mean unreserved, not a function that never runs"
+assert conds["HasReservedConcurrency"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "ReservedConcurrency"}, "0"]}]}, "0 must mean unreserved, not a function that never runs"
 caps = {"ThrottlingRateLimit": {"Ref": "ApiThrottleRateLimit"}, "ThrottlingBurstLimit": {"Ref": "ApiThrottleBurstLimit"}}
 rest = res["McpRestApi"]["Properties"]
 assert any(all(m.get(k) == v for k, v in caps.items()) and m.get("ResourcePath") == "/*" and m.get("HttpMethod") == "*" for m in rest["MethodSettings"]), rest["MethodSettings"]
@@ -265,6 +265,44 @@ xray = [s["Fn::If"] for s in statements if isinstance(s, dict) and "Fn::If" in s
 assert len(xray) == 1 and sorted(xray[0][1]["Action"]) == ["xray:PutTelemetryRecords", "xray:PutTraceSegments"] and xray[0][2] == {"Ref": "AWS::NoValue"}, xray
 assert not res["McpRole"]["Properties"].get("ManagedPolicyArns"), "X-Ray needs two actions, not a managed policy"
 print("metrics env, dashboard and alarms on the function's EMF names, spend caps and X-Ray wired")
+PY
+# The stack's refusals, evaluated as CloudFormation would over parameter sets: what must deploy
+# does, and each pair AWS cannot serve is refused (HTTP API + streaming, REST + auth on the bare
+# URL, CloudFront without the origin secret).
+check template-rules "$MCP_WORK/venv-sam/bin/python" - <<'PY'
+from cfnlint.decode import decode
+template, errors = decode("template.yaml")
+assert not errors, errors
+defaults = {k: str(v.get("Default", "")) for k, v in template["Parameters"].items()}
+def ev(node, params):
+    if isinstance(node, dict):
+        (fn, arg), = node.items()
+        if fn == "Ref": return params[arg]
+        if fn == "Fn::Equals": return str(ev(arg[0], params)) == str(ev(arg[1], params))
+        if fn == "Fn::Not": return not ev(arg[0], params)
+        if fn == "Fn::And": return all(ev(a, params) for a in arg)
+        if fn == "Fn::Or": return any(ev(a, params) for a in arg)
+        raise AssertionError(f"unexpected rule function {fn}")
+    return node
+def refused(**given):
+    params = {**defaults, "RequestStateKey": "k" * 44, **given}
+    return sorted(name for name, rule in template["Rules"].items()
+                  if ev(rule.get("RuleCondition", True), params) and not all(ev(a["Assert"], params) for a in rule["Assertions"]))
+assert refused() == [], refused()
+assert refused(EntryPoint="ApiGatewayRest") == []
+assert refused(EntryPoint="HttpApi", Streaming="false") == []
+assert refused(EntryPoint="HttpApi") == ["HttpApiCannotStream"], refused(EntryPoint="HttpApi")
+assert refused(EntryPoint="FunctionUrl", AuthIssuer="https://issuer") == []
+assert refused(EntryPoint="HttpApi", Streaming="false", AuthIssuer="https://issuer") == []
+assert refused(EntryPoint="ApiGatewayRest", AuthIssuer="https://issuer") == ["RestApiAuthNeedsCloudFront"]
+secret = "s" * 32
+assert refused(EntryPoint="ApiGatewayRest", AuthIssuer="https://issuer", CloudFront="true", OriginSecret=secret) == []
+for entry in ("FunctionUrl", "ApiGatewayRest", "HttpApi"):
+    streaming = "false" if entry == "HttpApi" else "true"
+    assert refused(EntryPoint=entry, Streaming=streaming, CloudFront="true") == ["CloudFrontNeedsTheOriginSecret"], entry
+    assert refused(EntryPoint=entry, Streaming=streaming, CloudFront="true", OriginSecret=secret) == [], entry
+assert refused(RequestStateKey="") == ["RequestStateKeyIsGiven"]
+print("rules: defaults deploy; HttpApi+streaming, bare REST+auth, CloudFront without the secret refused")
 PY
 # The table has one definition, infra/handles-table.json; the template mirrors it.
 if [ -e infra/handles-table.json ]; then
