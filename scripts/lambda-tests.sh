@@ -53,8 +53,8 @@ check sam-validate-lint "$SAM" validate --lint --template template.yaml
 # What no lint can see: the role grants exactly the DynamoDB actions the handle store and the
 # change feed send (a listen poll is one BatchGetItem), and a listen stream's limit is the
 # function timeout (the stream ends 3 s before the invocation's deadline) except behind a
-# buffered REST integration, which gives up after 29 s, or a buffered answer behind CloudFront
-# (60 s origin read timeout).
+# buffered REST integration, which gives up after 29 s, an HTTP API (30 s), or a buffered answer
+# behind CloudFront (60 s origin read timeout).
 check template-listen "$MCP_WORK/venv-sam/bin/python" - <<'PY'
 from cfnlint.decode import decode
 template, errors = decode("template.yaml")
@@ -65,10 +65,11 @@ items = [s for s in statements if isinstance(s, dict) and s.get("Sid") == "Handl
 assert sorted(items["Action"]) == ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], items["Action"]
 env = res["McpFunction"]["Properties"]["Environment"]["Variables"]
 limit = env["MCP_LISTEN_MAX_SECS"]
-assert limit == {"Fn::If": ["RestBuffered", 25, {"Fn::If": ["BufferedBehindCloudFront", 55, {"Ref": "Timeout"}]}]}, limit
+assert limit == {"Fn::If": ["ApiGatewayBuffered", 25, {"Fn::If": ["BufferedBehindCloudFront", 55, {"Ref": "Timeout"}]}]}, limit
 assert template["Conditions"]["BufferedBehindCloudFront"] == {"Fn::And": [{"Condition": "UseCloudFront"}, {"Fn::Not": [{"Condition": "IsStreaming"}]}]}
 assert env["MCP_LISTEN_POLL_MS"] == {"Ref": "ListenPollMs"}
-assert template["Conditions"]["RestBuffered"] == {"Fn::And": [{"Condition": "UseRestApi"}, {"Fn::Not": [{"Condition": "IsStreaming"}]}]}
+assert template["Conditions"]["ApiGatewayBuffered"] == {"Fn::Or": [{"Fn::And": [{"Condition": "UseRestApi"}, {"Fn::Not": [{"Condition": "IsStreaming"}]}]}, {"Condition": "UseHttpApi"}]}, \
+    "a listen behind a buffered REST integration (29 s) or any HTTP API (30 s) must end within 25 s"
 keep_alive_max = template["Parameters"]["SseKeepAliveSecs"].get("MaxValue", 10**9)
 assert keep_alive_max < 60, f"keep-alives must stay under CloudFront's 60 s OriginReadTimeout: MaxValue {keep_alive_max}"
 assert template["Parameters"]["Timeout"]["MaxValue"] <= 900
@@ -88,6 +89,220 @@ assert invoke_config["MaximumEventAgeInSeconds"] <= 900
 assert invoke_config["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": ["FailedRoundsQueue", "Arn"]}
 assert not any("lambda:" in str(s.get("Action")) for s in statements if isinstance(s, dict)), "self-invoke belongs in SelfInvokePolicy only"
 print("role actions, self-invoke scope, listen limit and keep-alive bounds as documented")
+PY
+# CloudFront and what a stack update may drop: the documents' cache key carries Origin (their
+# CORS headers depend on it; a header in the cache key is the one way it reaches the origin),
+# every entry point behind CloudFront needs the origin secret (each stays public at its own URL),
+# and the handles table (callers' state) and the log group survive deletion and replacement.
+check template-cloudfront-and-retention "$MCP_WORK/venv-sam/bin/python" - <<'PY'
+from cfnlint.decode import decode
+template, errors = decode("template.yaml")
+assert not errors, errors
+res = template["Resources"]
+headers = res["DocumentsCachePolicy"]["Properties"]["CachePolicyConfig"]["ParametersInCacheKeyAndForwardedToOrigin"]["HeadersConfig"]
+assert headers.get("HeaderBehavior") == "whitelist" and "Origin" in headers.get("Headers", []), \
+    f"the documents' cache policy must key on (and so forward) Origin, or their CORS headers are lost: {headers}"
+behaviours = res["McpDistribution"]["Properties"]["DistributionConfig"]["CacheBehaviors"]
+for b in behaviours:
+    assert b.get("CachePolicyId") == {"Ref": "DocumentsCachePolicy"} or "OriginRequestPolicyId" in b, \
+        f"{b['PathPattern']}: neither the Origin-keyed cache policy nor an origin request policy"
+rules = template["Rules"]
+secret_rules = [r for r in rules.values()
+                if any(a.get("Assert") == {"Fn::Not": [{"Fn::Equals": [{"Ref": "OriginSecret"}, ""]}]} for a in r["Assertions"])]
+assert secret_rules, "no rule requires OriginSecret"
+assert any(r.get("RuleCondition") == {"Fn::Equals": [{"Ref": "CloudFront"}, "true"]} for r in secret_rules), \
+    "the origin secret must be required for every entry point behind CloudFront, not only a Function URL: " + str([r.get("RuleCondition") for r in secret_rules])
+for name in ("HandlesTable", "McpLogGroup"):
+    for policy in ("DeletionPolicy", "UpdateReplacePolicy"):
+        assert res[name].get(policy) == "Retain", f"{name} needs {policy}: Retain, or a stack deletion or replacement drops it"
+print("documents keyed on Origin, origin secret behind CloudFront for every entry point, table and logs retained")
+PY
+# The REST entry: every stack update reaches stage prod (a fixed AWS::ApiGateway::Deployment is a
+# snapshot that never changes; SAM's hash of the definition is taken before parameters resolve,
+# so only AlwaysDeploy redeploys a flipped Streaming), the integration waits as long as a stream
+# may last (the default 29 s cut streams), and auth is refused on the bare execute-api URL (the
+# challenge is renamed, the RFC 9728 fallback URL is outside the stage).
+check template-rest "$MCP_WORK/venv-sam/bin/python" - <<'PY'
+from cfnlint.decode import decode
+template, errors = decode("template.yaml")
+assert not errors, errors
+res = template["Resources"]
+raw = [k for k, v in res.items() if v["Type"] == "AWS::ApiGateway::Deployment"]
+assert not raw, f"a fixed AWS::ApiGateway::Deployment never redeploys stage prod after a method change: {raw}"
+api = res["McpRestApi"]
+assert api["Type"] == "AWS::Serverless::Api", api["Type"]
+assert api["Properties"].get("AlwaysDeploy") is True, "without AlwaysDeploy a Streaming flip never reaches stage prod"
+assert api["Properties"]["StageName"] == "prod"
+integration = api["Properties"]["DefinitionBody"]["paths"]["/{proxy+}"]["x-amazon-apigateway-any-method"]["x-amazon-apigateway-integration"]
+assert integration["type"] == "aws_proxy"
+assert integration["responseTransferMode"] == {"Fn::If": ["IsStreaming", "STREAM", "BUFFERED"]}, integration["responseTransferMode"]
+timeout = integration.get("timeoutInMillis")
+assert isinstance(timeout, dict) and timeout.get("Fn::If", [None])[0] == "IsStreaming", f"no timeoutInMillis per mode: the default 29 s cuts streams: {timeout}"
+streamed, buffered = timeout["Fn::If"][1], timeout["Fn::If"][2]
+function_max_ms = template["Parameters"]["Timeout"]["MaxValue"] * 1000
+assert function_max_ms <= streamed <= 900000, f"streamed integration timeout {streamed} ms must cover Timeout up to {function_max_ms} ms, within the documented 15 min"
+assert 50 <= buffered <= 29000, f"buffered integration timeout {buffered} ms is outside the default quota (50 ms to 29 s)"
+rule = template["Rules"]["RestApiAuthNeedsCloudFront"]
+assert rule["RuleCondition"] == {"Fn::And": [{"Fn::Equals": [{"Ref": "EntryPoint"}, "ApiGatewayRest"]}, {"Fn::Not": [{"Fn::Equals": [{"Ref": "AuthIssuer"}, ""]}]}]}, rule["RuleCondition"]
+assert rule["Assertions"][0]["Assert"] == {"Fn::Equals": [{"Ref": "CloudFront"}, "true"]}
+origin = res["McpDistribution"]["Properties"]["DistributionConfig"]["Origins"][0]
+assert origin["OriginPath"] == {"Fn::If": ["UseRestApi", "/prod", {"Ref": "AWS::NoValue"}]}, "behind CloudFront the host root must map into stage prod"
+print("REST: redeployed on every update, integration timeouts per mode, auth only behind CloudFront")
+PY
+# The HTTP API entry: payload 2.0 on the $default route and stage (the function routes every path,
+# and rawPath then has no stage prefix), 30 s at most (the quota), never streamed (HTTP APIs
+# cannot: a rule refuses Streaming=true and the function is told false anyway), invoked only by
+# this API, and CloudFront's origin is its execute-api host with no origin path.
+check template-http-api "$MCP_WORK/venv-sam/bin/python" - <<'PY'
+from cfnlint.decode import decode
+template, errors = decode("template.yaml")
+assert not errors, errors
+res = template["Resources"]
+assert "HttpApi" in template["Parameters"]["EntryPoint"]["AllowedValues"]
+integration = res["McpHttpIntegration"]["Properties"]
+assert integration["IntegrationType"] == "AWS_PROXY" and integration["PayloadFormatVersion"] == "2.0", integration
+assert integration["IntegrationUri"] == {"Fn::GetAtt": ["McpFunction", "Arn"]}
+assert 50 <= integration["TimeoutInMillis"] <= 30000, f"HTTP API integrations wait 30 s at most: {integration['TimeoutInMillis']}"
+assert res["McpHttpRoute"]["Properties"]["RouteKey"] == "$default", "the function routes every path itself: $default route"
+stage = res["McpHttpStage"]["Properties"]
+assert stage["StageName"] == "$default" and stage["AutoDeploy"] is True, "a named stage prefixes rawPath; without AutoDeploy changes never reach the stage"
+permission = res["McpHttpPermission"]["Properties"]
+assert permission["Principal"] == "apigateway.amazonaws.com" and permission["Action"] == "lambda:InvokeFunction"
+assert permission["SourceArn"] == {"Fn::Sub": "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${McpHttpApi}/*"}, permission["SourceArn"]
+for name in ("McpHttpApi", "McpHttpIntegration", "McpHttpRoute", "McpHttpStage", "McpHttpPermission"):
+    assert res[name].get("Condition") == "UseHttpApi", f"{name} must exist only with EntryPoint=HttpApi"
+env = res["McpFunction"]["Properties"]["Environment"]["Variables"]
+assert env["MCP_LAMBDA_STREAMING"] == {"Fn::If": ["UseHttpApi", "false", {"Ref": "Streaming"}]}, "the function must never stream behind an HTTP API"
+rule = template["Rules"]["HttpApiCannotStream"]
+assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "EntryPoint"}, "HttpApi"]}
+assert rule["Assertions"][0]["Assert"] == {"Fn::Equals": [{"Ref": "Streaming"}, "false"]}
+origin = res["McpDistribution"]["Properties"]["DistributionConfig"]["Origins"][0]
+assert "${McpHttpApi}.execute-api.${AWS::Region}.amazonaws.com" in str(origin["DomainName"]), origin["DomainName"]
+outputs = str(template["Outputs"]["McpUrl"]["Value"])
+assert "https://${McpHttpApi}.execute-api.${AWS::Region}.amazonaws.com/mcp" in outputs, outputs
+print("HTTP API: payload 2.0 on $default, 30 s, never streamed, invoked by this API only, behind CloudFront as REST is")
+PY
+# Operations: the function is told whether and where to write its metrics; the dashboard and the
+# alarms name only metrics and dimensions the function writes (a typo is a widget or an alarm that
+# never sees data), alarms treat no data as fine and notify only a given topic; the spend caps and
+# X-Ray reach the function, both API stages and the role (X-Ray's two write actions, only when
+# tracing is Active).
+check template-operations "$MCP_WORK/venv-sam/bin/python" - <<'PY'
+import json, re
+from cfnlint.decode import decode
+template, errors = decode("template.yaml")
+assert not errors, errors
+res, params, conds = template["Resources"], template["Parameters"], template["Conditions"]
+EMF = {"Requests", "Duration", "Errors", "ClientErrors", "AuthRefusals", "ColdStart", "DynamoDbRequests", "DynamoDbLatency", "DynamoDbThrottles"}
+DIMENSIONS = {"Function", "Method", "Name"}
+function = res["McpFunction"]["Properties"]
+env = function["Environment"]["Variables"]
+assert env["MCP_METRICS"] == {"Ref": "Metrics"} and env["MCP_METRICS_NAMESPACE"] == {"Ref": "MetricsNamespace"}, "the function is not told MCP_METRICS / MCP_METRICS_NAMESPACE"
+assert params["Metrics"]["Default"] == "on" and sorted(params["Metrics"]["AllowedValues"]) == ["off", "on"]
+assert params["MetricsNamespace"]["Default"] == "mcp-lambda"
+# The dashboard: valid JSON once substituted, our namespace's metrics all among what the function writes.
+body = res["McpDashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+values = {"AWS::Region": "us-east-1", "MetricsNamespace": "mcp-lambda", "McpFunction": "fn", "HandlesTable": "table"}
+unknown = set(re.findall(r"\$\{([^}]+)\}", body)) - set(values)
+assert not unknown, f"dashboard substitutes unknown names: {unknown}"
+dashboard = json.loads(re.sub(r"\$\{([^}]+)\}", lambda m: values[m.group(1)], body))
+seen = set()
+for widget in dashboard["widgets"]:
+    for line in widget["properties"]["metrics"]:
+        if isinstance(line[0], dict):
+            expression = line[0]["expression"]
+            for name in re.findall(r'MetricName=\\?"(\w+)"', expression):
+                seen.add(name)
+            if '"mcp-lambda"' in expression:
+                schema = re.search(r"\{([^}]*)\}", expression).group(1).split(",")[1:]
+                assert set(schema) <= DIMENSIONS, f"dashboard SEARCH over dimensions the function does not write: {schema}"
+                assert re.search(r"MetricName=\"(\w+)\"", expression).group(1) in EMF, expression
+        elif line[0] == "mcp-lambda":
+            assert line[1] in EMF, f"dashboard shows {line[1]}, which the function does not write"
+            assert set(line[2:-1:2] if isinstance(line[-1], dict) else line[2::2]) <= DIMENSIONS, line
+            seen.add(line[1])
+        else:
+            seen.add(line[1])
+for wanted in ("Requests", "Errors", "ClientErrors", "AuthRefusals", "Duration", "ColdStart", "DynamoDbLatency", "DynamoDbThrottles", "Throttles", "ThrottledRequests"):
+    assert wanted in seen, f"the dashboard has no {wanted}"
+# The alarms.
+alarms = {k: v for k, v in res.items() if v["Type"] == "AWS::CloudWatch::Alarm"}
+assert set(alarms) == {"ErrorRateAlarm", "LatencyP99Alarm", "ThrottlingAlarm"}, sorted(alarms)
+for name, alarm in alarms.items():
+    p = alarm["Properties"]
+    assert p["TreatMissingData"] == "notBreaching", f"{name}: no traffic must not alarm"
+    for actions in ("AlarmActions", "OKActions"):
+        assert p[actions] == {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]}, f"{name}.{actions}: {p.get(actions)}"
+    for query in p.get("Metrics", []):
+        query = query["Fn::If"][1] if "Fn::If" in query else query
+        metric = query.get("MetricStat", {}).get("Metric")
+        if metric and metric["Namespace"] == {"Ref": "MetricsNamespace"}:
+            assert metric["MetricName"] in EMF, f"{name} watches {metric['MetricName']}, which the function does not write"
+            assert [d["Name"] for d in metric["Dimensions"]] == ["Function"] and metric["Dimensions"][0]["Value"] == {"Ref": "McpFunction"}, f"{name}: [Function] dimension set"
+error_rate = alarms["ErrorRateAlarm"]["Properties"]
+assert error_rate["Threshold"] == {"Ref": "ErrorRateThresholdPercent"} and params["ErrorRateThresholdPercent"]["Default"] == 5
+ids = {q["Id"]: q for q in error_rate["Metrics"]}
+assert ids["errors"]["MetricStat"]["Metric"]["MetricName"] == "Errors" and ids["requests"]["MetricStat"]["Metric"]["MetricName"] == "Requests"
+assert all(ids[i]["MetricStat"]["Period"] == 300 for i in ("errors", "requests")), "error rate over 5 minutes"
+assert ids["error_rate"]["Expression"].replace(" ", "") == "100*errors/requests" and ids["error_rate"]["ReturnData"] is True
+latency = alarms["LatencyP99Alarm"]["Properties"]
+assert latency["ExtendedStatistic"] == "p99" and latency["MetricName"] == "Duration" and latency["Threshold"] == {"Ref": "LatencyP99ThresholdMs"}
+assert [d["Name"] for d in latency["Dimensions"]] == ["Function"], "p99 on the [Function] dimension set"
+throttles = str(alarms["ThrottlingAlarm"]["Properties"]["Metrics"])
+assert "'AWS/Lambda'" in throttles and "'Throttles'" in throttles and "'DynamoDbThrottles'" in throttles, throttles
+assert alarms["ThrottlingAlarm"]["Properties"]["Threshold"] == 0
+# Spend caps and X-Ray.
+assert function["ReservedConcurrentExecutions"] == {"Fn::If": ["HasReservedConcurrency", {"Ref": "ReservedConcurrency"}, {"Ref": "AWS::NoValue"}]}
+assert conds["HasReservedConcurrency"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "ReservedConcurrency"}, "0"]}]}, "0 must mean unreserved, not a function that never runs"
+caps = {"ThrottlingRateLimit": {"Ref": "ApiThrottleRateLimit"}, "ThrottlingBurstLimit": {"Ref": "ApiThrottleBurstLimit"}}
+rest = res["McpRestApi"]["Properties"]
+assert any(all(m.get(k) == v for k, v in caps.items()) and m.get("ResourcePath") == "/*" and m.get("HttpMethod") == "*" for m in rest["MethodSettings"]), rest["MethodSettings"]
+assert res["McpHttpStage"]["Properties"]["DefaultRouteSettings"] == caps
+assert function["Tracing"] == {"Ref": "Tracing"} and params["Tracing"]["Default"] == "PassThrough"
+assert rest["TracingEnabled"] == {"Fn::If": ["TracingActive", True, False]}
+statements = res["McpRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+xray = [s["Fn::If"] for s in statements if isinstance(s, dict) and "Fn::If" in s and s["Fn::If"][0] == "TracingActive"]
+assert len(xray) == 1 and sorted(xray[0][1]["Action"]) == ["xray:PutTelemetryRecords", "xray:PutTraceSegments"] and xray[0][2] == {"Ref": "AWS::NoValue"}, xray
+assert not res["McpRole"]["Properties"].get("ManagedPolicyArns"), "X-Ray needs two actions, not a managed policy"
+print("metrics env, dashboard and alarms on the function's EMF names, spend caps and X-Ray wired")
+PY
+# The stack's refusals, evaluated as CloudFormation would over parameter sets: what must deploy
+# does, and each pair AWS cannot serve is refused (HTTP API + streaming, REST + auth on the bare
+# URL, CloudFront without the origin secret).
+check template-rules "$MCP_WORK/venv-sam/bin/python" - <<'PY'
+from cfnlint.decode import decode
+template, errors = decode("template.yaml")
+assert not errors, errors
+defaults = {k: str(v.get("Default", "")) for k, v in template["Parameters"].items()}
+def ev(node, params):
+    if isinstance(node, dict):
+        (fn, arg), = node.items()
+        if fn == "Ref": return params[arg]
+        if fn == "Fn::Equals": return str(ev(arg[0], params)) == str(ev(arg[1], params))
+        if fn == "Fn::Not": return not ev(arg[0], params)
+        if fn == "Fn::And": return all(ev(a, params) for a in arg)
+        if fn == "Fn::Or": return any(ev(a, params) for a in arg)
+        raise AssertionError(f"unexpected rule function {fn}")
+    return node
+def refused(**given):
+    params = {**defaults, "RequestStateKey": "k" * 44, **given}
+    return sorted(name for name, rule in template["Rules"].items()
+                  if ev(rule.get("RuleCondition", True), params) and not all(ev(a["Assert"], params) for a in rule["Assertions"]))
+assert refused() == [], refused()
+assert refused(EntryPoint="ApiGatewayRest") == []
+assert refused(EntryPoint="HttpApi", Streaming="false") == []
+assert refused(EntryPoint="HttpApi") == ["HttpApiCannotStream"], refused(EntryPoint="HttpApi")
+assert refused(EntryPoint="FunctionUrl", AuthIssuer="https://issuer") == []
+assert refused(EntryPoint="HttpApi", Streaming="false", AuthIssuer="https://issuer") == []
+assert refused(EntryPoint="ApiGatewayRest", AuthIssuer="https://issuer") == ["RestApiAuthNeedsCloudFront"]
+secret = "s" * 32
+assert refused(EntryPoint="ApiGatewayRest", AuthIssuer="https://issuer", CloudFront="true", OriginSecret=secret) == []
+for entry in ("FunctionUrl", "ApiGatewayRest", "HttpApi"):
+    streaming = "false" if entry == "HttpApi" else "true"
+    assert refused(EntryPoint=entry, Streaming=streaming, CloudFront="true") == ["CloudFrontNeedsTheOriginSecret"], entry
+    assert refused(EntryPoint=entry, Streaming=streaming, CloudFront="true", OriginSecret=secret) == [], entry
+assert refused(RequestStateKey="") == ["RequestStateKeyIsGiven"]
+print("rules: defaults deploy; HttpApi+streaming, bare REST+auth, CloudFront without the secret refused")
 PY
 # The table has one definition, infra/handles-table.json; the template mirrors it.
 if [ -e infra/handles-table.json ]; then
