@@ -1299,3 +1299,39 @@ async fn the_local_server_writes_no_metrics_unless_asked() {
         assert_eq!(written, records, "{env:?}: {out}");
     }
 }
+
+/// Issue 13: a streamed answer's prelude holds one string per header, as API Gateway's
+/// documented format for streamed REST responses has it, even when the front sent a header
+/// twice (`Vary` from CORS and from the cache hints).
+#[tokio::test]
+async fn a_streamed_prelude_holds_one_line_per_header() {
+    let api = RuntimeApi::start().await;
+    let function = Function::start(
+        &basket(),
+        &api,
+        &[
+            ("MCP_LAMBDA_STREAMING", "true"),
+            ("MCP_ALLOWED_ORIGINS", "https://app.example.com"),
+            ("MCP_CACHE_TOOLS_LIST", "60,private"),
+        ],
+    );
+    let mut event: Value = serde_json::from_str(&mcp_event(
+        "rest_v1_tools_call",
+        1,
+        "tools/list",
+        json!({}),
+    ))
+    .unwrap();
+    event["headers"]["Origin"] = "https://app.example.com".into();
+    let (status, headers, body) = api.invoke(&event.to_string()).await.streaming();
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    for (name, value) in headers.as_object().unwrap() {
+        assert!(value.is_string(), "{name}: {value} in {headers}");
+    }
+    let vary = headers["vary"].as_str().unwrap();
+    assert!(
+        vary.contains("Authorization") && vary.contains("Origin"),
+        "both Vary values, one line: {headers}"
+    );
+    assert_eq!(function.errors(), Vec::<String>::new(), "{}", function.logs());
+}

@@ -135,8 +135,38 @@ impl<H: rmcp::ServerHandler> tower::Service<Request> for Streaming<H> {
 /// The one byte a bodiless answer carries under response streaming.
 const PLACEHOLDER_BODY: &[u8] = b"\n";
 
+/// Folds a header sent more than once (`Vary: Authorization` and `Vary: Origin`) into one
+/// comma-separated line, which HTTP defines as the same (RFC 9110 §5.3).
+///
+/// A streamed answer starts with a JSON prelude whose `headers` map holds one string per name
+/// (AWS: "Set up a Lambda proxy integration with payload response streaming",
+/// <https://docs.aws.amazon.com/apigateway/latest/developerguide/response-transfer-mode-lambda.html>);
+/// `lambda_runtime` writes a repeated header there as a JSON array, which is not that format.
+/// `Set-Cookie` is never folded (its values may hold commas); `lambda_http` moves it to the
+/// prelude's `cookies`.
+fn one_line_per_header(headers: &mut http::HeaderMap) {
+    let repeated: Vec<header::HeaderName> = headers
+        .keys()
+        .filter(|name| {
+            *name != header::SET_COOKIE && headers.get_all(*name).iter().nth(1).is_some()
+        })
+        .cloned()
+        .collect();
+    for name in repeated {
+        let joined: Vec<&[u8]> = headers
+            .get_all(&name)
+            .iter()
+            .map(HeaderValue::as_bytes)
+            .collect();
+        if let Ok(value) = HeaderValue::from_bytes(&joined.join(&b", "[..])) {
+            headers.insert(name, value);
+        }
+    }
+}
+
 fn never_empty(response: Response<StreamingBody>) -> Response<StreamingBody> {
     let (mut parts, body) = response.into_parts();
+    one_line_per_header(&mut parts.headers);
     let is_sse = parts
         .headers
         .get(header::CONTENT_TYPE)
@@ -271,6 +301,21 @@ mod tests {
     async fn bytes(response: Response<StreamingBody>) -> (StatusCode, Bytes) {
         let (parts, body) = response.into_parts();
         (parts.status, body.collect().await.unwrap().to_bytes())
+    }
+
+    #[test]
+    fn a_repeated_header_becomes_one_line_but_cookies_stay_apart() {
+        let mut headers = http::HeaderMap::new();
+        headers.append(header::VARY, HeaderValue::from_static("Authorization"));
+        headers.append(header::VARY, HeaderValue::from_static("Origin"));
+        headers.append(header::SET_COOKIE, HeaderValue::from_static("a=1"));
+        headers.append(header::SET_COOKIE, HeaderValue::from_static("b=2"));
+        one_line_per_header(&mut headers);
+        assert_eq!(
+            headers.get_all(header::VARY).iter().collect::<Vec<_>>(),
+            ["Authorization, Origin"]
+        );
+        assert_eq!(headers.get_all(header::SET_COOKIE).iter().count(), 2);
     }
 
     #[tokio::test]
