@@ -336,3 +336,43 @@ async fn the_protected_resource_metadata_names_the_issuer_and_is_cacheable() {
         );
     }
 }
+
+/// The function's side of the README's "Auth by entry point" table: through every source, a
+/// request without a token gets a 401 whose `WWW-Authenticate` challenge and JSON body both name
+/// the RFC 9728 document at the host root of the resource (the audience: the URL clients use),
+/// so a client still finds it where API Gateway REST renames the header, and that document is
+/// served for the path each source delivers it on.
+#[tokio::test]
+async fn every_entry_point_challenges_with_the_host_root_metadata_document() {
+    let auth = service(Setup::Auth);
+    let all = events();
+    for source in SOURCES {
+        let (name, _, event) = all
+            .iter()
+            .find(|(name, ..)| *name == format!("{source}_tools_call"))
+            .unwrap_or_else(|| panic!("events/{source}_tools_call.json"));
+        let answer = buffered(&auth, event).await;
+        assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{name}");
+        let resource = AUDIENCE
+            .strip_suffix("/mcp")
+            .expect("the audience is <origin>/mcp");
+        let document = format!("{resource}/.well-known/oauth-protected-resource/mcp");
+        let challenge = answer.headers["www-authenticate"].to_str().unwrap();
+        assert!(
+            challenge.starts_with("Bearer ")
+                && challenge.contains(&format!("resource_metadata=\"{document}\"")),
+            "{name}: {challenge}"
+        );
+        let body: Value = serde_json::from_slice(&answer.body).unwrap();
+        assert!(
+            body.to_string().contains(&document),
+            "{name}: the body names the document too: {body}"
+        );
+        let (_, _, metadata) = all
+            .iter()
+            .find(|(name, ..)| *name == format!("{source}_protected_resource_metadata"))
+            .unwrap();
+        let served = buffered(&auth, metadata).await;
+        assert_eq!(served.status, StatusCode::OK, "{source}: the document");
+    }
+}

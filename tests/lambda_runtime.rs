@@ -1315,13 +1315,8 @@ async fn a_streamed_prelude_holds_one_line_per_header() {
             ("MCP_CACHE_TOOLS_LIST", "60,private"),
         ],
     );
-    let mut event: Value = serde_json::from_str(&mcp_event(
-        "rest_v1_tools_call",
-        1,
-        "tools/list",
-        json!({}),
-    ))
-    .unwrap();
+    let mut event: Value =
+        serde_json::from_str(&mcp_event("rest_v1_tools_call", 1, "tools/list", json!({}))).unwrap();
     event["headers"]["Origin"] = "https://app.example.com".into();
     let (status, headers, body) = api.invoke(&event.to_string()).await.streaming();
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
@@ -1333,5 +1328,10 @@ async fn a_streamed_prelude_holds_one_line_per_header() {
         vary.contains("Authorization") && vary.contains("Origin"),
         "both Vary values, one line: {headers}"
     );
-    assert_eq!(function.errors(), Vec::<String>::new(), "{}", function.logs());
+    assert_eq!(
+        function.errors(),
+        Vec::<String>::new(),
+        "{}",
+        function.logs()
+    );
 }
