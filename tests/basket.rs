@@ -677,3 +677,44 @@ impl WithAuth {
         self.key.sign(&self.issuer.claims(Self::AUDIENCE, who, ""))
     }
 }
+
+/// Issue 13: a flood of refused tokens does not multiply the log: the refusal line goes out once
+/// per 10 s with the number held back, while every request is still refused.
+#[tokio::test]
+async fn a_flood_of_bad_tokens_writes_one_refusal_line() {
+    let key = TestKey::p256("k1");
+    let issuer = Issuer::start(&[&key]).await;
+    let mut server = Server::start_with(
+        &[
+            ("MCP_AUTH_ISSUER", issuer.url.as_str()),
+            ("MCP_AUTH_AUDIENCE", WithAuth::AUDIENCE),
+            ("MCP_LOG", "info"),
+        ],
+        std::process::Stdio::piped(),
+    )
+    .await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: tools/list\r\nAuthorization: Bearer not-a-jwt\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        server.addr,
+        body.len()
+    );
+    for _ in 0..50 {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let mut socket = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        socket.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        socket.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    }
+    server.sigterm();
+    let (_, _, log) = server.exit(Duration::from_secs(10)).await;
+    let lines = log.matches("request refused by auth").count();
+    assert_eq!(lines, 1, "one line for 50 refusals:\n{log}");
+}
