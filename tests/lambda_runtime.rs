@@ -315,6 +315,11 @@ impl Function {
     fn logs(&self) -> String {
         self.logs.lock().unwrap().clone()
     }
+
+    /// Fails the test, with the whole log, if the function logged an error.
+    fn assert_no_errors(&self) {
+        assert_eq!(self.errors(), Vec::<String>::new(), "{}", self.logs());
+    }
 }
 
 fn event(name: &str) -> String {
@@ -418,12 +423,7 @@ async fn buffered_answers_come_back_in_each_sources_response_format() {
         "{body}"
     );
 
-    assert_eq!(
-        function.errors(),
-        Vec::<String>::new(),
-        "{}",
-        function.logs()
-    );
+    function.assert_no_errors();
 }
 
 #[tokio::test]
@@ -450,12 +450,7 @@ async fn streaming_sends_json_whole_and_never_an_empty_body() {
     let (status, _, body) = api.invoke(&event("function_url_healthz")).await.streaming();
     assert_eq!((status, body.as_slice()), (200, &b"ok\n"[..]));
 
-    assert_eq!(
-        function.errors(),
-        Vec::<String>::new(),
-        "{}",
-        function.logs()
-    );
+    function.assert_no_errors();
 }
 
 #[tokio::test]
@@ -534,12 +529,7 @@ async fn a_tool_with_progress_streams_events_as_they_happen_with_keep_alives() {
         assert!(started.elapsed() < Duration::from_secs(30));
     }
 
-    assert_eq!(
-        function.errors(),
-        Vec::<String>::new(),
-        "{}",
-        function.logs()
-    );
+    function.assert_no_errors();
 }
 
 /// The `data:` messages of an SSE body.
@@ -945,12 +935,7 @@ async fn task_round_hand_off(streaming: bool) {
     assert_eq!((status, body.as_str()), (200, "{\"ran\":true}"));
 
     for function in [&first, &second] {
-        assert_eq!(
-            function.errors(),
-            Vec::<String>::new(),
-            "{}",
-            function.logs()
-        );
+        function.assert_no_errors();
     }
     // The metrics count DynamoDB: `add_item` reads the basket handle and writes it back on
     // its version (one `GetItem`, one conditional `UpdateItem`, no conflict here).
@@ -1087,12 +1072,7 @@ async fn one_environment_serves_concurrent_invocations_when_managed_concurrency_
         took < Duration::from_secs(8),
         "four 3-s invocations took {took:?}: not served concurrently"
     );
-    assert_eq!(
-        function.errors(),
-        Vec::<String>::new(),
-        "{}",
-        function.logs()
-    );
+    function.assert_no_errors();
 }
 
 /// Issue 13: on Lambda every request writes one EMF record (valid against the format's
@@ -1328,10 +1308,5 @@ async fn a_streamed_prelude_holds_one_line_per_header() {
         vary.contains("Authorization") && vary.contains("Origin"),
         "both Vary values, one line: {headers}"
     );
-    assert_eq!(
-        function.errors(),
-        Vec::<String>::new(),
-        "{}",
-        function.logs()
-    );
+    function.assert_no_errors();
 }

@@ -313,6 +313,15 @@ async fn an_input_round_is_answered_through_tasks_update(store: Arc<dyn TaskStor
     assert_eq!(s.runs.load(Ordering::SeqCst), 2, "two rounds");
 }
 
+/// A server with tasks and listen, both in memory.
+fn listening_in_memory() -> Setup {
+    setup_listening(
+        settings(30_000),
+        Arc::new(MemoryTaskStore::new()),
+        Some(Changes::new(MemoryFeed::new(None))),
+    )
+}
+
 type Stream = support::sse::ListenStream<BoxBody<Bytes, std::convert::Infallible>>;
 
 /// A `subscriptions/listen` for `task_ids`; `declared`: the client declared the tasks extension.
@@ -458,11 +467,7 @@ async fn task_notifications_on_the_dynamodb_feed() {
 /// A finished task is told at once, and the stream, with nothing left to watch, ends.
 #[tokio::test]
 async fn a_listen_for_a_finished_task_tells_its_end_and_closes() {
-    let s = setup_listening(
-        settings(30_000),
-        Arc::new(MemoryTaskStore::new()),
-        Some(Changes::new(MemoryFeed::new(None))),
-    );
+    let s = listening_in_memory();
     let id = create(&s.service, 0).await;
     until_terminal(&s.service, &id).await;
     let mut stream = listen_for_tasks(&s.service, json!([id]), true)
@@ -478,11 +483,7 @@ async fn a_listen_for_a_finished_task_tells_its_end_and_closes() {
 /// ids that are not strings, or too many: -32602.
 #[tokio::test]
 async fn task_ids_need_the_extension_and_a_sane_list() {
-    let s = setup_listening(
-        settings(30_000),
-        Arc::new(MemoryTaskStore::new()),
-        Some(Changes::new(MemoryFeed::new(None))),
-    );
+    let s = listening_in_memory();
     let id = create(&s.service, 0).await;
     let Err(refused) = listen_for_tasks(&s.service, json!([id]), false).await else {
         panic!("an undeclared client's taskIds were accepted");
