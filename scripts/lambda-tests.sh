@@ -304,6 +304,99 @@ for entry in ("FunctionUrl", "ApiGatewayRest", "HttpApi"):
 assert refused(RequestStateKey="") == ["RequestStateKeyIsGiven"]
 print("rules: defaults deploy; HttpApi+streaming, bare REST+auth, CloudFront without the secret refused")
 PY
+# Lambda Managed Instances (ManagedInstances=on): opt-in, so a default deploy creates no
+# capacity provider; on creates it in the given VPC with the function's architecture and Lambda's
+# operator role, puts the function on it with the per-environment concurrency (which the function
+# reads as AWS_LAMBDA_MAX_CONCURRENCY), republishes $LATEST.PUBLISHED (what unqualified invokes
+# run) and is refused without subnets and security groups. cfn-lint sees only the default (off)
+# side of the Fn::If AWS::LanguageExtensions resolves, so the on side goes through the SAM
+# transform here.
+check template-managed-instances "$MCP_WORK/venv-sam/bin/python" - <<'PY'
+import json, os
+from cfnlint.decode import decode
+template, errors = decode("template.yaml")
+assert not errors, errors
+res, params, conds, rules = template["Resources"], template["Parameters"], template["Conditions"], template["Rules"]
+NV = {"Ref": "AWS::NoValue"}
+# Opt-in: off by default, so nothing below exists on a default deploy.
+assert params["ManagedInstances"]["Default"] == "off" and sorted(params["ManagedInstances"]["AllowedValues"]) == ["off", "on"]
+assert conds["ManagedInstancesOn"] == {"Fn::And": [{"Fn::Equals": [{"Ref": "ManagedInstances"}, "on"]},
+    {"Fn::Not": [{"Fn::Equals": [{"Ref": "ManagedInstancesSubnetIds"}, ""]}]},
+    {"Fn::Not": [{"Fn::Equals": [{"Ref": "ManagedInstancesSecurityGroupIds"}, ""]}]}]}, conds["ManagedInstancesOn"]
+providers = {k for k, v in res.items() if v["Type"] in ("AWS::Lambda::CapacityProvider", "AWS::Serverless::CapacityProvider")}
+assert providers == {"McpCapacityProvider"}, providers
+for name in ("McpCapacityProvider", "McpCapacityProviderOperatorRole"):
+    assert res[name].get("Condition") == "ManagedInstancesOn", f"{name} must exist only with ManagedInstances=on"
+# The capacity provider: the given VPC, the function's architecture, Lambda's operator role.
+cp = res["McpCapacityProvider"]["Properties"]
+assert cp["VpcConfig"] == {"SubnetIds": {"Fn::Split": [",", {"Ref": "ManagedInstancesSubnetIds"}]},
+                           "SecurityGroupIds": {"Fn::Split": [",", {"Ref": "ManagedInstancesSecurityGroupIds"}]}}, cp["VpcConfig"]
+assert cp["InstanceRequirements"]["Architectures"] == [{"Ref": "Architecture"}], "instances of another architecture than the binary cannot run it"
+assert cp["PermissionsConfig"]["CapacityProviderOperatorRoleArn"] == {"Fn::GetAtt": ["McpCapacityProviderOperatorRole", "Arn"]}
+assert cp["CapacityProviderScalingConfig"] == {"Fn::If": ["HasManagedMaxVCpus", {"MaxVCpuCount": {"Ref": "ManagedInstancesMaxVCpus"}}, NV]}
+operator = res["McpCapacityProviderOperatorRole"]["Properties"]
+assert operator["AssumeRolePolicyDocument"]["Statement"] == [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]
+assert operator["ManagedPolicyArns"] == [{"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AWSLambdaManagedEC2ResourceOperator"}]
+assert not res["McpRole"]["Properties"].get("ManagedPolicyArns"), "the EC2 operator policy belongs to the operator role, not the function's"
+# The function: on the provider, with the concurrency setting flowing to it, memory of its own
+# (2048 MB up), $LATEST.PUBLISHED republished on each update and used for task rounds.
+fn = res["McpFunction"]["Properties"]
+assert fn["CapacityProviderConfig"] == {"Fn::If": ["ManagedInstancesOn",
+    {"Arn": {"Fn::GetAtt": ["McpCapacityProvider", "Arn"]},
+     "PerExecutionEnvironmentMaxConcurrency": {"Fn::If": ["HasManagedMaxConcurrency", {"Ref": "ManagedInstancesMaxConcurrency"}, NV]}}, NV]}, fn["CapacityProviderConfig"]
+assert conds["HasManagedMaxConcurrency"] == {"Fn::And": [{"Condition": "ManagedInstancesOn"}, {"Fn::Not": [{"Fn::Equals": [{"Ref": "ManagedInstancesMaxConcurrency"}, "0"]}]}]}
+assert 1 <= params["ManagedInstancesMaxConcurrency"]["MaxValue"] <= 1600
+assert fn["PublishToLatestPublished"] == {"Fn::If": ["ManagedInstancesOn", True, NV]}
+assert fn["MemorySize"] == {"Fn::If": ["ManagedInstancesOn", {"Ref": "ManagedInstancesMemorySize"}, {"Ref": "MemorySize"}]}
+assert params["ManagedInstancesMemorySize"]["MinValue"] >= 2048, "2 GiB per vCPU is the least an environment gets"
+assert res["TaskRoundInvokeConfig"]["Properties"]["Qualifier"] == {"Fn::If": ["ManagedInstancesOn", "$LATEST.PUBLISHED", "$LATEST"]}
+# SAM refuses an Fn::If in CapacityProviderConfig; AWS::LanguageExtensions must resolve it first.
+assert template["Transform"] == ["AWS::LanguageExtensions", "AWS::Serverless-2016-10-31"], template["Transform"]
+# The Rules, as CloudFormation evaluates them: on without a VPC is refused, with one it deploys.
+def ev(node, p):
+    if isinstance(node, dict):
+        (fn_, arg), = node.items()
+        if fn_ == "Ref": return p[arg]
+        if fn_ == "Fn::Equals": return str(ev(arg[0], p)) == str(ev(arg[1], p))
+        if fn_ == "Fn::Not": return not ev(arg[0], p)
+        if fn_ == "Fn::And": return all(ev(a, p) for a in arg)
+        if fn_ == "Fn::Or": return any(ev(a, p) for a in arg)
+        raise AssertionError(f"unexpected rule function {fn_}")
+    return node
+defaults = {k: str(v.get("Default", "")) for k, v in params.items()}
+def refused(**given):
+    p = {**defaults, "RequestStateKey": "k" * 44, **given}
+    return sorted(n for n, r in rules.items() if ev(r.get("RuleCondition", True), p) and not all(ev(a["Assert"], p) for a in r["Assertions"]))
+vpc = {"ManagedInstancesSubnetIds": "subnet-0123456789abcdef0,subnet-0123456789abcdef1", "ManagedInstancesSecurityGroupIds": "sg-0123456789abcdef0"}
+assert refused() == [] and refused(**vpc) == []
+assert refused(ManagedInstances="on") == ["ManagedInstancesNeedAVpc"]
+assert refused(ManagedInstances="on", ManagedInstancesSubnetIds=vpc["ManagedInstancesSubnetIds"]) == ["ManagedInstancesNeedAVpc"]
+assert refused(ManagedInstances="on", **vpc) == []
+for entry, streaming in (("FunctionUrl", "true"), ("ApiGatewayRest", "true"), ("HttpApi", "false")):
+    assert refused(ManagedInstances="on", EntryPoint=entry, Streaming=streaming, **vpc) == [], entry
+# The on path through the SAM transform, with the Fn::Ifs resolved as AWS::LanguageExtensions
+# resolves them from the parameters: SAM must accept it and emit the CloudFormation property.
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+from samtranslator.translator.transform import transform
+truth = {"ManagedInstancesOn": True, "HasManagedMaxConcurrency": True, "HasManagedMaxVCpus": True}
+def resolve(n):
+    if isinstance(n, dict):
+        if set(n) == {"Fn::If"} and n["Fn::If"][0] in truth:
+            return resolve(n["Fn::If"][1] if truth[n["Fn::If"][0]] else n["Fn::If"][2])
+        return {k: r for k, v in n.items() if (r := resolve(v)) != NV}
+    if isinstance(n, list): return [resolve(x) for x in n]
+    return n
+on = resolve(json.loads(json.dumps(template, default=str)))
+on["Transform"] = "AWS::Serverless-2016-10-31"
+on["Resources"]["McpFunction"]["Properties"]["CodeUri"] = "s3://bucket/key"  # what sam package puts there
+class NoPolicies:
+    def load(self): return {}
+out = transform(on, {}, NoPolicies())["Resources"]
+lmi = out["McpFunction"]["Properties"]["CapacityProviderConfig"]["LambdaManagedInstancesCapacityProviderConfig"]
+assert lmi == {"CapacityProviderArn": {"Fn::GetAtt": ["McpCapacityProvider", "Arn"]}, "PerExecutionEnvironmentMaxConcurrency": {"Ref": "ManagedInstancesMaxConcurrency"}}, lmi
+assert out["McpFunction"]["Properties"]["PublishToLatestPublished"] is True
+print("Managed Instances: off by default; on creates the capacity provider and operator role, puts the function on it with its concurrency, refused without a VPC; SAM accepts the resolved on path")
+PY
 # The table has one definition, infra/handles-table.json; the template mirrors it.
 if [ -e infra/handles-table.json ]; then
   check table-matches-infra "$MCP_WORK/venv-sam/bin/python" - <<'PY'
