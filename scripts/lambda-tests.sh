@@ -195,6 +195,15 @@ assert not errors, errors
 res, params, conds = template["Resources"], template["Parameters"], template["Conditions"]
 EMF = {"Requests", "Duration", "Errors", "ClientErrors", "AuthRefusals", "ColdStart", "DynamoDbRequests", "DynamoDbLatency", "DynamoDbThrottles"}
 DIMENSIONS = {"Function", "Method", "Name"}
+# What the function writes (src/metrics/record.rs) is what the dashboard and alarms read.
+record = open("src/metrics/record.rs").read()
+written = set(re.findall(r'\("(\w+)", "(?:Count|Milliseconds)"\)', record))
+assert written == EMF, f"the function writes {sorted(written)}, the template expects {sorted(EMF)}"
+assert '["Function"], ["Function", "Method"], ["Function", "Method", "Name"]' in record, "the dimension sets changed in src/metrics/record.rs"
+# A task round Lambda could not run is alarmed on.
+failed = res["FailedRoundsAlarm"]["Properties"]
+assert failed["Namespace"] == "AWS/SQS" and failed["MetricName"] == "ApproximateNumberOfMessagesVisible", failed
+assert failed["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["FailedRoundsQueue", "QueueName"]}}], failed["Dimensions"]
 function = res["McpFunction"]["Properties"]
 env = function["Environment"]["Variables"]
 assert env["MCP_METRICS"] == {"Ref": "Metrics"} and env["MCP_METRICS_NAMESPACE"] == {"Ref": "MetricsNamespace"}, "the function is not told MCP_METRICS / MCP_METRICS_NAMESPACE"
@@ -227,7 +236,7 @@ for wanted in ("Requests", "Errors", "ClientErrors", "AuthRefusals", "Duration",
     assert wanted in seen, f"the dashboard has no {wanted}"
 # The alarms.
 alarms = {k: v for k, v in res.items() if v["Type"] == "AWS::CloudWatch::Alarm"}
-assert set(alarms) == {"ErrorRateAlarm", "LatencyP99Alarm", "ThrottlingAlarm"}, sorted(alarms)
+assert set(alarms) == {"ErrorRateAlarm", "LatencyP99Alarm", "ThrottlingAlarm", "FailedRoundsAlarm"}, sorted(alarms)
 for name, alarm in alarms.items():
     p = alarm["Properties"]
     assert p["TreatMissingData"] == "notBreaching", f"{name}: no traffic must not alarm"
