@@ -59,6 +59,21 @@ def side_by_side_cpu(markdown):
     return cpu
 
 
+def side_by_side_coldstart(markdown):
+    """Cold start × mcp-lambda per server, from the side-by-side cold-start table."""
+    m = re.search(r"### Cold start.*?\n(.*?)\n\n", markdown, re.S)
+    found = {}
+    if m:
+        for line in m.group(1).splitlines():
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if len(cells) > 5 and cells[-1].endswith("×"):
+                try:
+                    found[cells[0]] = float(cells[-1].rstrip("×"))
+                except ValueError:
+                    pass
+    return found
+
+
 def warm_up_ms(log_path):
     """The DynamoDB warm-up time of each basket start, from its INFO line."""
     found = []
@@ -121,7 +136,7 @@ def report(results_path, markdown):
     inits = {f: [r for r in rows if r["kind"] == "init" and r["function"] == f] for f in ("hello", "basket")}
     w("### INIT (exec → first `GET /runtime/invocation/next`)")
     w("")
-    w("| function | median ms | p90 ms | min ms | CPU ms (mean) | first invocation, median ms | starts | × hello |")
+    w("| function | median ms | p90 ms | min ms | CPU ms by INIT's end | first invocation, median ms | starts | × hello |")
     w("|---|---:|---:|---:|---:|---:|---:|---:|")
     med = {}
     for f in ("hello", "basket"):
@@ -131,11 +146,16 @@ def report(results_path, markdown):
     for f in ("hello", "basket"):
         rs = inits[f]
         ms = [r["init_ms"] for r in rs]
-        cpu = sum(r["init_cpu_ticks"] for r in rs) / len(rs) / clk * 1e3
+        ticks = [r["init_cpu_ticks"] for r in rs]
+        tick_ms = 1000 / clk
+        # /proc/<pid>/stat counts whole ticks: a start under one tick reads 0.
+        cpu = (f"< {tick_ms:.0f} in {ticks.count(0)} of {len(rs)}" if 0 in ticks else "")
+        if any(ticks):
+            cpu = (cpu + "; " if cpu else "") + f"median {statistics.median(ticks) * tick_ms:.0f}"
         first = statistics.median(r["first_duration_ms"] for r in rs)
         label = "hello (`lambda_http`, nothing else)" if f == "hello" else "basket (auth on: JWKS fetch; DynamoDB warm-up)"
         w(
-            f"| {label} | {fmt(med[f])} | {fmt(pct(ms, 0.9))} | {fmt(min(ms))} | {fmt(cpu, 1)} | "
+            f"| {label} | {fmt(med[f])} | {fmt(pct(ms, 0.9))} | {fmt(min(ms))} | {cpu} | "
             f"{fmt(first)} | {len(rs)} | {ratio(med[f], med['hello'])} |"
         )
     w("")
@@ -151,8 +171,9 @@ def report(results_path, markdown):
         w("")
     w(
         f"The issuer's JWKS was fetched {done.get('jwks_fetches', '?')} times in the run (one per basket "
-        "process: each INIT fetches it once). CPU at INIT is `utime + stime` when INIT ended, in "
-        f"{1000 // clk} ms ticks, averaged over the starts. The first invocation is a `tools/list`."
+        "process: each INIT fetches it once). CPU by INIT's end is `utime + stime` when the first "
+        f"`/next` arrived, which the kernel reports in whole {1000 // clk} ms ticks. The first "
+        "invocation is a `tools/list`."
     )
     w("")
 
@@ -198,6 +219,12 @@ def report(results_path, markdown):
         for op, s in stats.items()
     )
     w(f"p50 of each round, ms (its spread across the {machine['rounds']} rounds): {spread}.")
+    w("")
+    w(
+        f"CPU per invocation is read in whole {1000 // clk} ms ticks at each end of a batch, so it is "
+        f"within ±{1000 / clk / machine['batch'] * 1e3:.0f} µs of the truth here (one tick per "
+        f"batch of {machine['batch']:,})."
+    )
     w("")
 
     emf = emf_counts(os.path.join(os.path.dirname(results_path), "basket.log"))
@@ -286,39 +313,54 @@ def report(results_path, markdown):
 
     # --- Peers ---
     cpu_local = side_by_side_cpu(markdown)
+    cold_local = side_by_side_coldstart(markdown)
     if {"mcp-lambda+auth", "ts-sdk", "py-sdk"} <= cpu_local.keys():
         base = cpu_local["mcp-lambda+auth"]
+        ours = stats["tools/list"]["cpu_ms"] * 1e3
         w("### Against the TypeScript and Python SDKs (an estimate)")
         w("")
         w(
             "The peers were not run through the Lambda runtime. The side-by-side table above measured "
             "their CPU per `tools/list` on the local HTTP path (1 connection): "
             + ", ".join(f"{k} {cpu_local[k]:.1f} µs" for k in ("mcp-lambda+auth", "ts-sdk", "py-sdk"))
-            + ". Scaling this run's `tools/list` CPU per invocation by those ratios, and assuming a "
-            "CPU-bound invocation (duration = CPU ÷ the memory's vCPU share, no waits), gives:"
+            + f". This run's `tools/list` costs {ours:,.0f} µs of CPU on the runtime path, of which "
+            f"the `lambda_http` loop alone (hello) is {hello['cpu_ms'] * 1e3:,.0f} µs. Two ways to carry "
+            "the peers over: *scaled*, this run's CPU × their local-path ratio (as if the whole "
+            "invocation cost scaled with the SDK); *added*, this run's CPU + their local-path "
+            "difference (as if only the MCP handling differed). With a CPU-bound invocation "
+            "(billed ms = ⌈CPU ÷ the memory's vCPU share⌉, no waits):"
         )
         w("")
-        w("| server | CPU ratio (local path) | est. CPU µs/inv | 128 MB: est. ms, USD per 1 M | 256 MB: est. ms, USD per 1 M |")
+        w("| server | local CPU × mcp-lambda+auth | est. CPU µs/inv, scaled / added | 128 MB: USD per 1 M, scaled / added | 256 MB: USD per 1 M, scaled / added |")
         w("|---|---:|---:|---:|---:|")
-        ours = stats["tools/list"]["cpu_ms"]
-        for name, scale in [("mcp-lambda (this run)", None), ("ts-sdk", cpu_local["ts-sdk"] / base),
-                            ("py-sdk", cpu_local["py-sdk"] / base)]:
-            cpu_ms = ours * (scale or 1.0)
+        fee_dominates = True
+        for name in ("mcp-lambda+auth", "ts-sdk", "py-sdk"):
+            scaled = ours * cpu_local[name] / base
+            added = ours + cpu_local[name] - base
             cells = []
             for mb in MEMORY_MB:
-                ms = max(1, math.ceil(cpu_ms * vcpu_mb / mb))
-                cells.append(f"{ms} ms, ${req + duration_cost(ms, mb):.3f}")
+                usd = [req + duration_cost(max(1, math.ceil(c / 1e3 * vcpu_mb / mb)), mb) for c in (scaled, added)]
+                fee_dominates = fee_dominates and max(usd) - req < req
+                cells.append(f"${usd[0]:.3f} / ${usd[1]:.3f}")
+            label = "mcp-lambda (this run)" if name == "mcp-lambda+auth" else name
             w(
-                f"| {name} | {'1.00' if scale is None else f'{scale:.2f}'}× | {cpu_ms * 1e3:,.0f} | "
+                f"| {label} | {cpu_local[name] / base:.2f}× | {scaled:,.0f} / {added:,.0f} | "
                 + " | ".join(cells) + " |"
             )
         w("")
+        cold = ""
+        if {"ts-sdk", "py-sdk"} <= cold_local.keys():
+            cold = (
+                f" Their cold starts on the local path were {cold_local['ts-sdk']:.0f}× and "
+                f"{cold_local['py-sdk']:.0f}× mcp-lambda's (side-by-side table); INIT is billed, so a "
+                "cold start costs them as much more."
+            )
         w(
-            "Same estimate, same assumptions, for every row: it ignores each runtime's own invocation "
-            "loop (Node's and Python's Lambda runtime clients, not `node:http`/uvicorn) and the "
-            "different CPUs (this machine, not Graviton). Cold starts were 74× and 179× mcp-lambda's "
-            "on the local path (side-by-side table); with INIT billed they cost accordingly more per "
-            "cold start, still small per million requests unless cold starts are frequent."
+            "Both ignore each runtime's own invocation loop (Node's and Python's Lambda runtime "
+            "clients, not `node:http`/uvicorn) and the different CPUs (this machine, not Graviton)."
+            + (" Per million requests the $0.20 request fee is more than the duration in every row "
+               "above; what the SDKs change is the duration part." if fee_dominates else "")
+            + cold
         )
         w("")
 
