@@ -83,7 +83,7 @@ print(json.dumps({"kind": "machine", "mode": mode, "profile": profile, "inits": 
     "rounds": int(rounds), "batch": int(batch), "cpu": cpu, "cores": os.cpu_count(),
     "kernel": platform.release(), "clk_tck": os.sysconf("SC_CLK_TCK"),
     "loadavg_start": open("/proc/loadavg").read().split()[:3], "rustc": out("rustc", "--version"),
-    "commit": out("git", "rev-parse", "--short", "HEAD"), "binary_bytes": sizes}))
+    "commit": out("git", "describe", "--always", "--dirty"), "binary_bytes": sizes}))
 EOF
 
 echo "==> measuring: $INITS starts of each function, $ROUNDS round(s) × $BATCH invocations per operation"

@@ -254,10 +254,18 @@ def report(results_path, markdown):
     def duration_cost(ms, mb):
         return ms / 1000 * mb / 1024 * gbs * 1e6
 
+    largest = done.get("largest_item_bytes")
+    # Request units per request for the largest item the run left in the table (1 if unknown).
+    rru = max(1, math.ceil((largest or 1) / ddb["strongly_consistent_read_unit_bytes"]))
+    wru = max(1, math.ceil((largest or 1) / ddb["write_unit_bytes"]))
+
+    def units(op):
+        return DYNAMODB[op]["reads"] * rru, DYNAMODB[op]["writes"] * wru
+
     def ddb_cost(op):
-        io = DYNAMODB[op]
-        return (io["reads"] * ddb["usd_per_million_read_request_units"]
-                + io["writes"] * ddb["usd_per_million_write_request_units"])
+        r, wr = units(op)
+        return (r * ddb["usd_per_million_read_request_units"]
+                + wr * ddb["usd_per_million_write_request_units"])
 
     w("### Cost per million requests (arm64, on-demand Lambda)")
     w("")
@@ -266,8 +274,11 @@ def report(results_path, markdown):
         f"({lam['arm64_tier']}), requests ${req:.2f} per million; DynamoDB on demand "
         f"${ddb['usd_per_million_read_request_units']} per million read request units (a strongly "
         f"consistent read up to 4 KB) and ${ddb['usd_per_million_write_request_units']} per million "
-        "write request units (a write up to 1 KB; the baskets here stay under it). Sources are in "
-        "`benches/lambda-prices.json` and below the table."
+        "write request units (a write up to 1 KB). "
+        + (f"The largest item in the table after the run was {largest:,} bytes (names and values, as "
+           f"DynamoDB sizes items): {rru} read unit(s) per read, {wru} write unit(s) per write. "
+           if largest else "")
+        + "The prices are kept in `benches/lambda-prices.json`, their sources below the table."
     )
     w("")
     w("USD per 1 M requests = requests + duration + DynamoDB, with")
@@ -293,10 +304,17 @@ def report(results_path, markdown):
                 total = req + duration_cost(ms, mb) + ddb_cost(op)
                 costs[(op, mb, share)] = (total, ms)
                 cells.append(f"${total:.3f} ({ms:.2f} ms)")
-        io = DYNAMODB[op]
-        w(f"| {names[op]} | {io['reads']} + {io['writes']} | " + " | ".join(cells) + f" | ${ddb_cost(op):.3f} |")
+        r, wr = units(op)
+        w(f"| {names[op]} | {r} + {wr} | " + " | ".join(cells) + f" | ${ddb_cost(op):.3f} |")
     w("")
     w("(In brackets: the mean billed milliseconds per invocation.)")
+    w("")
+    w(f"Sources (read {prices['read']}; AWS's own pricing pages fill their rate tables in client-side, "
+      "so the rates come from the copies quoting them, named below):")
+    w("")
+    for part in ("lambda", "dynamodb_on_demand", "managed_instances"):
+        for source in prices[part]["sources"]:
+            w(f"- {source}")
     w("")
     init_cost = {
         mb: duration_cost(statistics.mean(math.ceil(r["init_ms"]) for r in inits["basket"]), mb)

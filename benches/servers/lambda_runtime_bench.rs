@@ -595,7 +595,63 @@ async fn run(args: &[String]) -> Result<(), String> {
     };
     bench.inits(inits).await?;
     bench.warm(rounds, batch).await?;
-    bench.record(json!({"kind": "done", "jwks_fetches": issuer.fetches()}))
+    let largest = largest_item(&client).await?;
+    bench.record(json!({
+        "kind": "done",
+        "jwks_fetches": issuer.fetches(),
+        "largest_item_bytes": largest,
+    }))
+}
+
+/// The size of an attribute value as DynamoDB counts it for capacity units: strings and binary
+/// by their bytes, numbers by about one byte per two digits plus one, lists and maps 3 bytes
+/// plus their elements (each map entry with its name), 1 byte for a boolean or null.
+fn attribute_bytes(value: &aws_sdk_dynamodb::types::AttributeValue) -> usize {
+    use aws_sdk_dynamodb::types::AttributeValue as A;
+    match value {
+        A::S(s) => s.len(),
+        A::N(n) => n.trim_start_matches('-').len().div_ceil(2) + 1,
+        A::B(b) => b.as_ref().len(),
+        A::Bool(_) | A::Null(_) => 1,
+        A::L(items) => 3 + items.iter().map(|v| 1 + attribute_bytes(v)).sum::<usize>(),
+        A::M(map) => {
+            3 + map
+                .iter()
+                .map(|(k, v)| 1 + k.len() + attribute_bytes(v))
+                .sum::<usize>()
+        }
+        A::Ss(set) => set.iter().map(String::len).sum(),
+        A::Ns(set) => set.iter().map(|n| n.len().div_ceil(2) + 1).sum(),
+        A::Bs(set) => set.iter().map(|b| b.as_ref().len()).sum(),
+        _ => 0,
+    }
+}
+
+/// The largest item in the bench table, in bytes as DynamoDB sizes items (names + values): what
+/// decides how many request units a read (4 KB each) or a write (1 KB each) of it takes.
+async fn largest_item(client: &aws_sdk_dynamodb::Client) -> Result<usize, String> {
+    let mut largest = 0;
+    let mut start = None;
+    loop {
+        let page = client
+            .scan()
+            .table_name(TABLE)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(|e| format!("scanning {TABLE}: {e}"))?;
+        for item in page.items() {
+            let size: usize = item
+                .iter()
+                .map(|(name, value)| name.len() + attribute_bytes(value))
+                .sum();
+            largest = largest.max(size);
+        }
+        start = page.last_evaluated_key().cloned();
+        if start.is_none() {
+            return Ok(largest);
+        }
+    }
 }
 
 fn main() -> ExitCode {
