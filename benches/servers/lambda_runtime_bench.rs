@@ -150,16 +150,22 @@ impl RuntimeApi {
         }
     }
 
-    /// One invocation, the function idle on `/next`: hands `event` out, waits for the answer
-    /// and for the function's next poll. Returns (billed duration, response latency, body).
-    async fn invoke(&mut self, event: String) -> Result<(Duration, Duration, Bytes), String> {
-        let polls = self.polls();
+    /// Queues `event` without waiting; the receiver hears the answer.
+    fn enqueue(&mut self, event: String) -> oneshot::Receiver<Done> {
         self.next_id += 1;
         let id = format!("00000000-0000-4000-8000-{:012}", self.next_id);
         let (tx, rx) = oneshot::channel();
         self.state.results.lock().unwrap().insert(id.clone(), tx);
         self.state.pending.lock().unwrap().push_back((id, event));
         self.state.wake.notify_one();
+        rx
+    }
+
+    /// One invocation, the function idle on `/next`: hands `event` out, waits for the answer
+    /// and for the function's next poll. Returns (billed duration, response latency, body).
+    async fn invoke(&mut self, event: String) -> Result<(Duration, Duration, Bytes), String> {
+        let polls = self.polls();
+        let rx = self.enqueue(event);
         let done = tokio::time::timeout(Duration::from_secs(60), rx)
             .await
             .map_err(|_| "no answer within 60 s".to_string())?
@@ -456,6 +462,80 @@ impl Bench {
         Ok(())
     }
 
+    /// Managed Instances: one basket process with `AWS_LAMBDA_MAX_CONCURRENCY=concurrency`,
+    /// sent `burst` invocations of each operation at once; its CPU per invocation and the
+    /// response latency (no billed duration: Managed Instances bill the instance, not the time).
+    async fn concurrent(&mut self, concurrency: usize, burst: usize) -> Result<(), String> {
+        let mut env = self.basket_env.clone();
+        env.push(("AWS_LAMBDA_MAX_CONCURRENCY".into(), concurrency.to_string()));
+        let mut function =
+            Function::start(&self.basket, &env, &self.logs.join("basket-concurrent.log")).await?;
+        function.init().await?;
+        // Enough baskets that concurrent adds rarely meet on one (a meeting is retried, and
+        // counted by the metrics as one more read and write).
+        let mut baskets = Vec::new();
+        for _ in 0..concurrency * 4 {
+            let event = self.event(
+                "tools/call",
+                json!({"name": "create_basket", "arguments": {}}),
+            );
+            let (_, _, body) = function.api.invoke(event).await?;
+            let created = result_of(&body).map_err(|e| format!("create_basket: {e}"))?;
+            baskets.push(created["structuredContent"]["basket_id"].clone());
+        }
+        for (pass, op) in [Op::ToolsList, Op::ViewBasket, Op::AddItem, Op::ToolsList]
+            .into_iter()
+            .enumerate()
+        {
+            let mut receivers = Vec::with_capacity(burst);
+            let ticks = function.cpu_ticks();
+            let started = Instant::now();
+            for k in 0..burst {
+                let basket_id = &baskets[k % baskets.len()];
+                let event = match op {
+                    Op::ViewBasket => self.event(
+                        "tools/call",
+                        json!({"name": "view_basket", "arguments": {"basket_id": basket_id}}),
+                    ),
+                    Op::AddItem => self.event(
+                        "tools/call",
+                        json!({"name": "add_item", "arguments":
+                            {"basket_id": basket_id, "sku": SKUS[k % SKUS.len()], "quantity": 1}}),
+                    ),
+                    _ => self.event("tools/list", json!({})),
+                };
+                receivers.push(function.api.enqueue(event));
+            }
+            let mut latencies = Vec::with_capacity(burst);
+            for rx in receivers {
+                let done = tokio::time::timeout(Duration::from_secs(120), rx)
+                    .await
+                    .map_err(|_| "no answer within 120 s".to_string())?
+                    .map_err(|_| "the emulator lost the invocation".to_string())?;
+                if done.error {
+                    return Err(format!("{}: posted an error", op.name()));
+                }
+                result_of(&done.body).map_err(|e| format!("{} (concurrent): {e}", op.name()))?;
+                latencies.push((done.answered - done.out).as_secs_f64() * 1e3);
+            }
+            let wall = started.elapsed();
+            let ticks = function.cpu_ticks().saturating_sub(ticks);
+            // The first pass warms the process up and is not recorded.
+            if pass > 0 {
+                self.record(json!({
+                    "kind": "concurrent",
+                    "op": op.name(),
+                    "concurrency": concurrency,
+                    "invocations": burst,
+                    "cpu_ticks": ticks,
+                    "wall_ms": wall.as_secs_f64() * 1e3,
+                    "latency_ms": latencies,
+                }))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Warm invocations: one basket and one hello process, `rounds` × `batch` of each operation.
     async fn warm(&mut self, rounds: usize, batch: usize) -> Result<(), String> {
         let mut hello = self.start(true).await?;
@@ -552,13 +632,28 @@ impl Bench {
 }
 
 async fn run(args: &[String]) -> Result<(), String> {
-    let [basket, hello, endpoint, out, logs, inits, rounds, batch] = args else {
+    let [
+        basket,
+        hello,
+        endpoint,
+        out,
+        logs,
+        inits,
+        rounds,
+        batch,
+        concurrency,
+        burst,
+    ] = args
+    else {
         return Err(
-            "usage: BASKET HELLO DYNAMODB_ENDPOINT OUT.jsonl LOG_DIR INITS ROUNDS BATCH".into(),
+            "usage: BASKET HELLO DYNAMODB_ENDPOINT OUT.jsonl LOG_DIR INITS ROUNDS BATCH \
+                    CONCURRENCY BURST"
+                .into(),
         );
     };
     let number = |s: &String| s.parse::<usize>().map_err(|e| format!("{s}: {e}"));
     let (inits, rounds, batch) = (number(inits)?, number(rounds)?, number(batch)?);
+    let (concurrency, burst) = (number(concurrency)?, number(burst)?);
 
     let key = jwt::TestKey::rsa("bench-rsa");
     let issuer = jwt::Issuer::start(&[&key]).await;
@@ -595,6 +690,9 @@ async fn run(args: &[String]) -> Result<(), String> {
     };
     bench.inits(inits).await?;
     bench.warm(rounds, batch).await?;
+    if concurrency > 0 {
+        bench.concurrent(concurrency, burst).await?;
+    }
     let largest = largest_item(&client).await?;
     bench.record(json!({
         "kind": "done",
