@@ -431,7 +431,7 @@ def report(results_path, markdown):
         )
         w("")
         w(
-            f"The basket's {4 * n_conc} baskets take the adds in turn, so two adds to one basket are "
+            f"The benchmark's {4 * n_conc} baskets take the adds in turn, so two adds to one basket are "
             f"{4 * n_conc} places apart in the queue and rarely overlap (an overlap would be retried: "
             "one more read and write). The basket's own DynamoDB metric cannot tell here: its "
             "counter is process-wide, so overlapping invocations share what was sent while both ran."
