@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The Lambda runtime-path benchmark: the basket binary (auth on, handles in DynamoDB Local) and
+# a minimal lambda_http function (benches/servers/lambda_hello.rs), each run as a Lambda function
+# under a loopback Runtime API by benches/servers/lambda_runtime_bench.rs, measuring INIT (exec →
+# first /next, with the JWKS fetch and the DynamoDB warm-up), the duration of each invocation
+# (event out on /next → the next /next, what Lambda bills) for tools/list, view_basket (a handle
+# read), add_item (a handle write) and hello, p50/p99, and the functions' CPU per invocation; then
+# the basket under AWS_LAMBDA_MAX_CONCURRENCY (Managed Instances), sent a burst of each at once.
+# benches/lambda_report.py turns the numbers into ratios to hello and a cost table.
+#
+#   benches/lambda-runtime.sh            the full run (release builds, ~2 min once built): writes
+#                                        the section between the lambda-runtime markers of
+#                                        BENCHMARKS.md
+#   benches/lambda-runtime.sh --smoke    seconds (debug builds; 2 starts, 5 invocations per
+#                                        operation): checks every answer and that the report can
+#                                        be made; ends with "lambda-runtime-smoke: N passed, M failed"
+#
+# Starts its own DynamoDB Local (scripts/dynamodb-local.sh, in its own state folder) and stops it.
+# Environment: CARGO_TARGET_DIR (default ~/.cache/mcp-lambda-target), MCP_WORK (default
+# ~/.cache/mcp-lambda-work), BENCH_INITS, BENCH_ROUNDS, BENCH_BATCH, BENCH_CONCURRENCY, BENCH_BURST
+# (override the run's size),
+# BENCH_PROFILE (release or debug, overriding the mode's).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
+export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
+
+MODE=full
+case "${1:-}" in
+  --smoke) MODE=smoke ;;
+  "") ;;
+  *) echo "usage: benches/lambda-runtime.sh [--smoke]" >&2; exit 2 ;;
+esac
+if [ "$MODE" = smoke ]; then
+  INITS=${BENCH_INITS:-2}; ROUNDS=${BENCH_ROUNDS:-1}; BATCH=${BENCH_BATCH:-5}; PROFILE=${BENCH_PROFILE:-debug}
+  CONCURRENCY=${BENCH_CONCURRENCY:-4}; BURST=${BENCH_BURST:-8}
+else
+  INITS=${BENCH_INITS:-20}; ROUNDS=${BENCH_ROUNDS:-5}; BATCH=${BENCH_BATCH:-1000}; PROFILE=${BENCH_PROFILE:-release}
+  CONCURRENCY=${BENCH_CONCURRENCY:-8}; BURST=${BENCH_BURST:-2000}
+fi
+OUT="$MCP_WORK/bench/$(date -u +%Y%m%dT%H%M%SZ)-lambda-$MODE"
+mkdir -p "$OUT"
+RESULTS="$OUT/results.jsonl"
+echo "bench: lambda runtime, $MODE run, results in $OUT"
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "  ok   $1"; }
+fail() { failed=$((failed + 1)); echo "  FAIL $1"; }
+finish() {
+  [ "$MODE" = smoke ] && echo "lambda-runtime-smoke: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit
+}
+
+echo "==> cargo build ($PROFILE): basket, bench_lambda_runtime, bench_lambda_hello"
+flags=()
+[ "$PROFILE" = release ] && flags=(--release)
+# The full run builds the basket alone, as it is deployed (built together with the examples,
+# the dev-dependencies' features would be unified into it); the smoke run builds all three at
+# once, as `cargo test --all-targets` has already built them.
+if [ "$MODE" = full ]; then
+  build() {
+    cargo build --locked "${flags[@]}" --bin basket \
+      && cargo build --locked "${flags[@]}" --example bench_lambda_runtime --example bench_lambda_hello
+  }
+else
+  build() {
+    cargo build --locked "${flags[@]}" --bin basket --example bench_lambda_runtime \
+      --example bench_lambda_hello
+  }
+fi
+if build >"$OUT/build.log" 2>&1; then
+  pass "build"
+else
+  tail -30 "$OUT/build.log"; fail "build (see $OUT/build.log)"; finish
+fi
+BIN="$CARGO_TARGET_DIR/$PROFILE"
+
+# DynamoDB Local in a state folder of this run's own, stopped (and its data deleted) at the end.
+export DYNAMODB_LOCAL_STATE="$MCP_WORK/dynamodb-local/bench-lambda-$$"
+cleanup() { scripts/dynamodb-local.sh stop >/dev/null 2>&1; }
+trap cleanup EXIT
+ENDPOINT=$(scripts/dynamodb-local.sh start 2>"$OUT/dynamodb-local.log" | sed -n 's/^MCP_TEST_DYNAMODB_ENDPOINT=//p')
+if [ -n "$ENDPOINT" ]; then pass "DynamoDB Local on $ENDPOINT"; else fail "DynamoDB Local (see $OUT/dynamodb-local.log)"; finish; fi
+
+python3 - "$MODE" "$PROFILE" "$INITS" "$ROUNDS" "$BATCH" "$BIN" >"$RESULTS" <<'EOF'
+import json, os, platform, subprocess, sys
+mode, profile, inits, rounds, batch, bin_dir = sys.argv[1:]
+def out(*cmd):
+    try: return subprocess.run(cmd, capture_output=True, text=True).stdout.strip()
+    except OSError: return ""
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+sizes = {name: os.path.getsize(path) for name, path in
+         [("basket", f"{bin_dir}/basket"), ("bench_lambda_hello", f"{bin_dir}/examples/bench_lambda_hello")]
+         if os.path.exists(path)}
+print(json.dumps({"kind": "machine", "mode": mode, "profile": profile, "inits": int(inits),
+    "rounds": int(rounds), "batch": int(batch), "cpu": cpu, "cores": os.cpu_count(),
+    "kernel": platform.release(), "clk_tck": os.sysconf("SC_CLK_TCK"),
+    "loadavg_start": open("/proc/loadavg").read().split()[:3], "rustc": out("rustc", "--version"),
+    "commit": out("git", "describe", "--always", "--dirty"), "binary_bytes": sizes}))
+EOF
+
+echo "==> measuring: $INITS starts of each function, $ROUNDS round(s) × $BATCH invocations per operation, then $BURST at once per operation with AWS_LAMBDA_MAX_CONCURRENCY=$CONCURRENCY"
+if "$BIN/examples/bench_lambda_runtime" "$BIN/basket" "$BIN/examples/bench_lambda_hello" \
+  "$ENDPOINT" "$OUT/measured.jsonl" "$OUT" "$INITS" "$ROUNDS" "$BATCH" "$CONCURRENCY" "$BURST" \
+  2>"$OUT/driver.log"; then
+  cat "$OUT/measured.jsonl" >>"$RESULTS"
+  pass "every invocation answered 200 with a result (tools/list, view_basket, add_item, hello)"
+else
+  cat "$OUT/measured.jsonl" >>"$RESULTS" 2>/dev/null
+  tail -5 "$OUT/driver.log"; fail "measuring (see $OUT/driver.log)"; finish
+fi
+echo "{\"kind\":\"end\",\"loadavg_end\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}" >>"$RESULTS"
+
+if [ "$MODE" = full ]; then
+  python3 benches/lambda_report.py "$RESULTS" --write BENCHMARKS.md && pass "report written into BENCHMARKS.md" \
+    || fail "report"
+else
+  python3 benches/lambda_report.py "$RESULTS" >"$OUT/report.md" && pass "report (not written: smoke)" \
+    || fail "report"
+fi
+finish

@@ -1,0 +1,768 @@
+//! Run with `benches/lambda-runtime.sh` (which builds it and starts DynamoDB Local), or:
+//! `bench_lambda_runtime BASKET HELLO DYNAMODB_ENDPOINT OUT.jsonl LOG_DIR INITS ROUNDS BATCH`.
+//!
+//! The basket binary and a minimal `lambda_http` function (`bench_lambda_hello`), each run as a
+//! Lambda function under its own loopback Runtime API (2018-06-01, as `tests/lambda_runtime.rs`
+//! emulates it), measured the way Lambda measures them:
+//!
+//! - **INIT**: from exec to the function's first `GET /runtime/invocation/next` (where Lambda's
+//!   INIT phase ends), `INITS` fresh processes of each, interleaved; with the process's CPU time
+//!   (`utime + stime`) at that moment, and the duration of the first (cold) invocation after it.
+//!   The basket runs with auth on (an RS256 issuer on loopback, so INIT fetches its JWKS) and its
+//!   handles in DynamoDB Local (`MCP_HANDLES_TABLE`, so INIT warms the table up).
+//! - **Duration of an invocation**: from the event handed out on `/next` to the function's next
+//!   `/next` (where Lambda's Invoke phase, and its billed duration, ends), and the response
+//!   latency (event out → `/response` body received), for `tools/list`, `view_basket` (a handle
+//!   read; a DynamoDB `UpdateItem` that slides the expiry), `add_item` (a handle write: a
+//!   consistent `GetItem` and a conditional `UpdateItem`) and the hello function. `ROUNDS` rounds
+//!   of `BATCH` invocations per operation, the order rotated each round, after a warm-up; with
+//!   each function's CPU time over every batch.
+//!
+//! Every answer is checked (status 200, a JSON-RPC result, not a tool error). Writes one JSON
+//! line per measurement to `OUT.jsonl`; the functions' logs go to `LOG_DIR`. Tokens are never
+//! written anywhere.
+
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../tests/support/jwt.rs"]
+mod jwt;
+
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../tests/support/dynamodb.rs"]
+mod dynamodb;
+
+use std::{
+    collections::{HashMap, VecDeque},
+    convert::Infallible,
+    fs::File,
+    io::Write as _,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::{Child, Command, ExitCode, Stdio},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::{net::TcpListener, sync::oneshot};
+
+/// The audience the basket is configured with and the bench token is issued for.
+const AUDIENCE: &str = "https://bench.example/mcp";
+/// The table the benchmark keeps its baskets in (created if missing).
+const TABLE: &str = "mcp-handles-bench";
+/// A fixed request-state key, so the basket does not generate one and warn about it.
+const REQUEST_STATE_KEY: &str = "aw9C5Pf6gzD8Za8qaDXAJvlBHm0BKpbS1aXWFQoBUpE=";
+/// The memory size the function is told it has (it only reads it; nothing here limits it).
+const MEMORY_MB: &str = "128";
+/// A Function URL event; its body and MCP headers are replaced per invocation.
+const EVENT: &str = include_str!("../../events/function_url_tools_call.json");
+/// Invocations of each operation before measuring.
+const WARM_UP: usize = 20;
+/// `add_item` calls per basket before a new one is made (4 SKUs × at most 1000 units each).
+const ADDS_PER_BASKET: usize = 2000;
+const SKUS: [&str; 4] = ["TEA", "COFFEE", "SUGAR", "MILK"];
+
+/// One answered invocation, as the Runtime API saw it.
+struct Done {
+    /// When the event was handed out on `/next`.
+    out: Instant,
+    /// When the `/response` (or `/error`) body had arrived.
+    answered: Instant,
+    body: Bytes,
+    error: bool,
+}
+
+#[derive(Default)]
+struct State {
+    pending: Mutex<VecDeque<(String, String)>>,
+    results: Mutex<HashMap<String, oneshot::Sender<Done>>>,
+    /// Handed-out times of the invocations in flight, by request id.
+    out: Mutex<HashMap<String, Instant>>,
+    wake: tokio::sync::Notify,
+    /// Every `GET /next` arrival, in order: the first ends INIT, each later one an invocation.
+    polls: Mutex<Vec<Instant>>,
+    polled: tokio::sync::Notify,
+    init_error: Mutex<Option<String>>,
+}
+
+/// A loopback Runtime API serving one function process.
+struct RuntimeApi {
+    addr: SocketAddr,
+    state: Arc<State>,
+    next_id: u64,
+}
+
+impl RuntimeApi {
+    async fn start() -> std::io::Result<RuntimeApi> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(State::default());
+        let served = state.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                let state = served.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |request| {
+                        let state = state.clone();
+                        async move { Ok::<_, Infallible>(handle(state, request).await) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Ok(RuntimeApi {
+            addr,
+            state,
+            next_id: 0,
+        })
+    }
+
+    fn polls(&self) -> usize {
+        self.state.polls.lock().unwrap().len()
+    }
+
+    /// Waits until the function has polled `/next` `count` times; the time of that poll.
+    async fn polled(&self, count: usize, within: Duration) -> Result<Instant, String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let notified = self.state.polled.notified();
+            if let Some(at) = self.state.polls.lock().unwrap().get(count - 1) {
+                return Ok(*at);
+            }
+            if let Some(error) = self.state.init_error.lock().unwrap().clone() {
+                return Err(format!("the function failed its INIT: {error}"));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(format!("no poll number {count} on /next within {within:?}"));
+            }
+            let _ = tokio::time::timeout(left.min(Duration::from_millis(100)), notified).await;
+        }
+    }
+
+    /// Queues `event` without waiting; the receiver hears the answer.
+    fn enqueue(&mut self, event: String) -> oneshot::Receiver<Done> {
+        self.next_id += 1;
+        let id = format!("00000000-0000-4000-8000-{:012}", self.next_id);
+        let (tx, rx) = oneshot::channel();
+        self.state.results.lock().unwrap().insert(id.clone(), tx);
+        self.state.pending.lock().unwrap().push_back((id, event));
+        self.state.wake.notify_one();
+        rx
+    }
+
+    /// One invocation, the function idle on `/next`: hands `event` out, waits for the answer
+    /// and for the function's next poll. Returns (billed duration, response latency, body).
+    async fn invoke(&mut self, event: String) -> Result<(Duration, Duration, Bytes), String> {
+        let polls = self.polls();
+        let rx = self.enqueue(event);
+        let done = tokio::time::timeout(Duration::from_secs(60), rx)
+            .await
+            .map_err(|_| "no answer within 60 s".to_string())?
+            .map_err(|_| "the emulator lost the invocation".to_string())?;
+        if done.error {
+            return Err(format!(
+                "the function posted an error: {}",
+                String::from_utf8_lossy(&done.body)
+            ));
+        }
+        let next = self.polled(polls + 1, Duration::from_secs(60)).await?;
+        Ok((next - done.out, done.answered - done.out, done.body))
+    }
+}
+
+async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    let path = request.uri().path().to_string();
+    let reply = |status: StatusCode, body: &'static str| {
+        Response::builder()
+            .status(status)
+            .body(Full::new(Bytes::from_static(body.as_bytes())))
+            .unwrap()
+    };
+    if request.method() == Method::GET && path == "/2018-06-01/runtime/invocation/next" {
+        state.polls.lock().unwrap().push(Instant::now());
+        state.polled.notify_waiters();
+        loop {
+            let notified = state.wake.notified();
+            let next = state.pending.lock().unwrap().pop_front();
+            if let Some((id, event)) = next {
+                let deadline = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_millis()
+                    + 60_000;
+                let response = Response::builder()
+                    .header("content-type", "application/json")
+                    .header("lambda-runtime-aws-request-id", id.as_str())
+                    .header("lambda-runtime-deadline-ms", deadline.to_string())
+                    .header(
+                        "lambda-runtime-invoked-function-arn",
+                        "arn:aws:lambda:us-east-1:123456789012:function:mcp",
+                    )
+                    .header(
+                        "lambda-runtime-trace-id",
+                        "Root=1-674a1b2c-0123456789abcdef01234567;Sampled=0",
+                    )
+                    .body(Full::new(Bytes::from(event)))
+                    .unwrap();
+                state.out.lock().unwrap().insert(id, Instant::now());
+                return response;
+            }
+            notified.await;
+        }
+    }
+    let parts: Vec<&str> = path
+        .trim_start_matches("/2018-06-01/runtime/")
+        .split('/')
+        .collect();
+    match (request.method(), parts.as_slice()) {
+        (&Method::POST, ["invocation", id, kind @ ("response" | "error")]) => {
+            let id = id.to_string();
+            let error = *kind == "error";
+            let body = request
+                .into_body()
+                .collect()
+                .await
+                .map(|c| c.to_bytes())
+                .unwrap_or_default();
+            let answered = Instant::now();
+            let out = state.out.lock().unwrap().remove(&id);
+            if let (Some(out), Some(tx)) = (out, state.results.lock().unwrap().remove(&id)) {
+                let _ = tx.send(Done {
+                    out,
+                    answered,
+                    body,
+                    error,
+                });
+            }
+            reply(StatusCode::ACCEPTED, "{\"status\":\"OK\"}")
+        }
+        (&Method::POST, ["init", "error"]) => {
+            let body = request
+                .into_body()
+                .collect()
+                .await
+                .map(|c| c.to_bytes())
+                .unwrap_or_default();
+            *state.init_error.lock().unwrap() = Some(String::from_utf8_lossy(&body).into_owned());
+            state.polled.notify_waiters();
+            reply(StatusCode::ACCEPTED, "{\"status\":\"OK\"}")
+        }
+        _ => reply(StatusCode::NOT_FOUND, "not found"),
+    }
+}
+
+/// A function process under its own Runtime API; killed when dropped.
+struct Function {
+    api: RuntimeApi,
+    child: Child,
+    started: Instant,
+}
+
+impl Drop for Function {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// utime + stime of `pid`, in clock ticks.
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name in parentheses: fields 3.. (utime is field 14, stime 15).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+impl Function {
+    /// Starts `binary` with a clean environment (no inherited `MCP_*` or `AWS_*`) and `env`.
+    async fn start(binary: &Path, env: &[(String, String)], log: &Path) -> Result<Self, String> {
+        let api = RuntimeApi::start().await.map_err(|e| e.to_string())?;
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|e| format!("{}: {e}", log.display()))?;
+        let mut command = Command::new(binary);
+        for (name, _) in std::env::vars_os() {
+            if name
+                .to_str()
+                .is_some_and(|n| n.starts_with("MCP_") || n.starts_with("AWS_"))
+            {
+                command.env_remove(name);
+            }
+        }
+        command
+            .env("AWS_LAMBDA_RUNTIME_API", api.addr.to_string())
+            .env("AWS_LAMBDA_FUNCTION_NAME", "mcp")
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", MEMORY_MB)
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .env("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/mcp")
+            .env(
+                "AWS_LAMBDA_LOG_STREAM_NAME",
+                "2026/12/01/[$LATEST]0123456789abcdef",
+            )
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log);
+        let started = Instant::now();
+        let child = command
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
+        Ok(Function {
+            api,
+            child,
+            started,
+        })
+    }
+
+    /// Waits for the end of INIT: (INIT duration, CPU ticks spent by then).
+    async fn init(&mut self) -> Result<(Duration, u64), String> {
+        let at = self.api.polled(1, Duration::from_secs(30)).await?;
+        let ticks = cpu_ticks(self.child.id()).unwrap_or(0);
+        Ok((at - self.started, ticks))
+    }
+
+    fn cpu_ticks(&self) -> u64 {
+        cpu_ticks(self.child.id()).unwrap_or(0)
+    }
+}
+
+/// The operations measured.
+#[derive(Clone, Copy, PartialEq)]
+enum Op {
+    Hello,
+    ToolsList,
+    ViewBasket,
+    AddItem,
+}
+
+impl Op {
+    const ALL: [Op; 4] = [Op::Hello, Op::ToolsList, Op::ViewBasket, Op::AddItem];
+
+    fn name(self) -> &'static str {
+        match self {
+            Op::Hello => "hello",
+            Op::ToolsList => "tools/list",
+            Op::ViewBasket => "view_basket",
+            Op::AddItem => "add_item",
+        }
+    }
+}
+
+/// A Function URL event carrying one MCP request, as the given bearer.
+fn mcp_event(id: u64, method: &str, params: Value, token: &str) -> String {
+    let mut event: Value = serde_json::from_str(EVENT).expect("the event file is JSON");
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    event["body"] = body.to_string().into();
+    event["isBase64Encoded"] = false.into();
+    let headers = event["headers"].as_object_mut().unwrap();
+    headers.remove("content-length");
+    headers.remove("mcp-name");
+    headers.insert("mcp-method".into(), method.into());
+    if let Some(name) = params["name"].as_str() {
+        headers.insert("mcp-name".into(), name.into());
+    }
+    headers.insert("authorization".into(), format!("Bearer {token}").into());
+    event.to_string()
+}
+
+/// The JSON-RPC result inside a buffered `lambda_http` answer, or why there is none.
+fn result_of(body: &[u8]) -> Result<Value, String> {
+    let doc: Value = serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
+    if doc["statusCode"] != 200 {
+        return Err(format!("status {}: {}", doc["statusCode"], doc["body"]));
+    }
+    let rpc: Value = serde_json::from_str(doc["body"].as_str().unwrap_or_default())
+        .map_err(|e| format!("body not JSON: {e}"))?;
+    let result = rpc
+        .get("result")
+        .ok_or_else(|| format!("no result: {rpc}"))?;
+    if result["isError"] == true {
+        return Err(format!("tool error: {result}"));
+    }
+    Ok(result.clone())
+}
+
+struct Bench {
+    basket: PathBuf,
+    hello: PathBuf,
+    basket_env: Vec<(String, String)>,
+    token: String,
+    out: File,
+    logs: PathBuf,
+    next_rpc: u64,
+}
+
+impl Bench {
+    fn record(&mut self, line: Value) -> Result<(), String> {
+        writeln!(self.out, "{line}").map_err(|e| e.to_string())
+    }
+
+    fn event(&mut self, method: &str, params: Value) -> String {
+        self.next_rpc += 1;
+        mcp_event(self.next_rpc, method, params, &self.token)
+    }
+
+    async fn start(&self, hello: bool) -> Result<Function, String> {
+        if hello {
+            Function::start(&self.hello, &[], &self.logs.join("hello.log")).await
+        } else {
+            Function::start(
+                &self.basket,
+                &self.basket_env,
+                &self.logs.join("basket.log"),
+            )
+            .await
+        }
+    }
+
+    /// `inits` fresh processes of each function, interleaved.
+    async fn inits(&mut self, inits: usize) -> Result<(), String> {
+        for run in 0..inits {
+            for hello in [true, false] {
+                let mut function = self.start(hello).await?;
+                let (init, ticks) = function.init().await?;
+                let event = self.event("tools/list", json!({}));
+                let (duration, latency, body) = function.api.invoke(event).await?;
+                if !hello {
+                    result_of(&body).map_err(|e| format!("cold tools/list: {e}"))?;
+                }
+                drop(function);
+                self.record(json!({
+                    "kind": "init",
+                    "function": if hello { "hello" } else { "basket" },
+                    "run": run,
+                    "init_ms": init.as_secs_f64() * 1e3,
+                    "init_cpu_ticks": ticks,
+                    "first_duration_ms": duration.as_secs_f64() * 1e3,
+                    "first_latency_ms": latency.as_secs_f64() * 1e3,
+                }))?;
+                // Let the page cache and the ports settle between starts.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Managed Instances: one basket process with `AWS_LAMBDA_MAX_CONCURRENCY=concurrency`,
+    /// sent `burst` invocations of each operation at once; its CPU per invocation and the
+    /// response latency (no billed duration: Managed Instances bill the instance, not the time).
+    async fn concurrent(&mut self, concurrency: usize, burst: usize) -> Result<(), String> {
+        let mut env = self.basket_env.clone();
+        env.push(("AWS_LAMBDA_MAX_CONCURRENCY".into(), concurrency.to_string()));
+        let mut function =
+            Function::start(&self.basket, &env, &self.logs.join("basket-concurrent.log")).await?;
+        function.init().await?;
+        // Enough baskets that concurrent adds rarely meet on one (a meeting is retried, and
+        // counted by the metrics as one more read and write).
+        let mut baskets = Vec::new();
+        for _ in 0..concurrency * 4 {
+            let event = self.event(
+                "tools/call",
+                json!({"name": "create_basket", "arguments": {}}),
+            );
+            let (_, _, body) = function.api.invoke(event).await?;
+            let created = result_of(&body).map_err(|e| format!("create_basket: {e}"))?;
+            baskets.push(created["structuredContent"]["basket_id"].clone());
+        }
+        for (pass, op) in [Op::ToolsList, Op::ViewBasket, Op::AddItem, Op::ToolsList]
+            .into_iter()
+            .enumerate()
+        {
+            let mut receivers = Vec::with_capacity(burst);
+            let ticks = function.cpu_ticks();
+            let started = Instant::now();
+            for k in 0..burst {
+                let basket_id = &baskets[k % baskets.len()];
+                let event = match op {
+                    Op::ViewBasket => self.event(
+                        "tools/call",
+                        json!({"name": "view_basket", "arguments": {"basket_id": basket_id}}),
+                    ),
+                    Op::AddItem => self.event(
+                        "tools/call",
+                        json!({"name": "add_item", "arguments":
+                            {"basket_id": basket_id, "sku": SKUS[k % SKUS.len()], "quantity": 1}}),
+                    ),
+                    _ => self.event("tools/list", json!({})),
+                };
+                receivers.push(function.api.enqueue(event));
+            }
+            let mut latencies = Vec::with_capacity(burst);
+            for rx in receivers {
+                let done = tokio::time::timeout(Duration::from_secs(120), rx)
+                    .await
+                    .map_err(|_| "no answer within 120 s".to_string())?
+                    .map_err(|_| "the emulator lost the invocation".to_string())?;
+                if done.error {
+                    return Err(format!("{}: posted an error", op.name()));
+                }
+                result_of(&done.body).map_err(|e| format!("{} (concurrent): {e}", op.name()))?;
+                latencies.push((done.answered - done.out).as_secs_f64() * 1e3);
+            }
+            let wall = started.elapsed();
+            let ticks = function.cpu_ticks().saturating_sub(ticks);
+            // The first pass warms the process up and is not recorded.
+            if pass > 0 {
+                self.record(json!({
+                    "kind": "concurrent",
+                    "op": op.name(),
+                    "concurrency": concurrency,
+                    "invocations": burst,
+                    "cpu_ticks": ticks,
+                    "wall_ms": wall.as_secs_f64() * 1e3,
+                    "latency_ms": latencies,
+                }))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Warm invocations: one basket and one hello process, `rounds` × `batch` of each operation.
+    async fn warm(&mut self, rounds: usize, batch: usize) -> Result<(), String> {
+        let mut hello = self.start(true).await?;
+        let mut basket = self.start(false).await?;
+        hello.init().await?;
+        basket.init().await?;
+        let mut basket_id = Value::Null;
+        let mut adds = ADDS_PER_BASKET;
+        for round in 0..=rounds {
+            // Round 0 is the warm-up, not recorded.
+            let per_op = if round == 0 { WARM_UP } else { batch };
+            for k in 0..Op::ALL.len() {
+                let op = Op::ALL[(k + round) % Op::ALL.len()];
+                let function = if op == Op::Hello {
+                    &mut hello
+                } else {
+                    &mut basket
+                };
+                let mut durations = Vec::with_capacity(per_op);
+                let mut latencies = Vec::with_capacity(per_op);
+                let mut setup = Vec::new();
+                let mut ticks = function.cpu_ticks();
+                let mut invocations = 0usize;
+                while durations.len() < per_op {
+                    if op != Op::Hello && adds >= ADDS_PER_BASKET {
+                        // A new basket (not measured): its CPU is left out of the batch's.
+                        let before = function.cpu_ticks();
+                        self.next_rpc += 1;
+                        let event = mcp_event(
+                            self.next_rpc,
+                            "tools/call",
+                            json!({"name": "create_basket", "arguments": {}}),
+                            &self.token,
+                        );
+                        let (_, _, body) = function.api.invoke(event).await?;
+                        let created =
+                            result_of(&body).map_err(|e| format!("create_basket: {e}"))?;
+                        basket_id = created["structuredContent"]["basket_id"].clone();
+                        if !basket_id.is_string() {
+                            return Err(format!("create_basket gave no basket_id: {created}"));
+                        }
+                        adds = 0;
+                        setup.push(function.cpu_ticks().saturating_sub(before));
+                    }
+                    let event = match op {
+                        Op::Hello | Op::ToolsList => self.event("tools/list", json!({})),
+                        Op::ViewBasket => self.event(
+                            "tools/call",
+                            json!({"name": "view_basket", "arguments": {"basket_id": basket_id}}),
+                        ),
+                        Op::AddItem => {
+                            adds += 1;
+                            let sku = SKUS[adds % SKUS.len()];
+                            self.event(
+                                "tools/call",
+                                json!({"name": "add_item", "arguments":
+                                    {"basket_id": basket_id, "sku": sku, "quantity": 1}}),
+                            )
+                        }
+                    };
+                    let (duration, latency, body) = function.api.invoke(event).await?;
+                    invocations += 1;
+                    let checked = if op == Op::Hello {
+                        serde_json::from_slice::<Value>(&body)
+                            .ok()
+                            .filter(|doc| doc["statusCode"] == 200)
+                            .map(|_| ())
+                            .ok_or_else(|| String::from_utf8_lossy(&body).into_owned())
+                    } else {
+                        result_of(&body).map(drop)
+                    };
+                    checked.map_err(|e| format!("{}: {e}", op.name()))?;
+                    durations.push(duration.as_secs_f64() * 1e3);
+                    latencies.push(latency.as_secs_f64() * 1e3);
+                }
+                ticks = function
+                    .cpu_ticks()
+                    .saturating_sub(ticks + setup.iter().sum::<u64>());
+                if round > 0 {
+                    self.record(json!({
+                        "kind": "invoke",
+                        "op": op.name(),
+                        "round": round,
+                        "invocations": invocations,
+                        "cpu_ticks": ticks,
+                        "duration_ms": durations,
+                        "latency_ms": latencies,
+                    }))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn run(args: &[String]) -> Result<(), String> {
+    let [
+        basket,
+        hello,
+        endpoint,
+        out,
+        logs,
+        inits,
+        rounds,
+        batch,
+        concurrency,
+        burst,
+    ] = args
+    else {
+        return Err(
+            "usage: BASKET HELLO DYNAMODB_ENDPOINT OUT.jsonl LOG_DIR INITS ROUNDS BATCH \
+                    CONCURRENCY BURST"
+                .into(),
+        );
+    };
+    let number = |s: &String| s.parse::<usize>().map_err(|e| format!("{s}: {e}"));
+    let (inits, rounds, batch) = (number(inits)?, number(rounds)?, number(batch)?);
+    let (concurrency, burst) = (number(concurrency)?, number(burst)?);
+
+    let key = jwt::TestKey::rsa("bench-rsa");
+    let issuer = jwt::Issuer::start(&[&key]).await;
+    let mut claims = issuer.claims(AUDIENCE, "bench", "");
+    claims["exp"] = json!(jwt::now() + 3 * 3600);
+    let token = key.sign_with(
+        json!({"alg": "RS256", "typ": "JWT", "kid": key.kid}),
+        &claims,
+    );
+
+    let client = dynamodb::client(endpoint, &dynamodb::timeouts()).await;
+    mcp_lambda::handles::DynamoDbHandleStore::create_table(&client, TABLE)
+        .await
+        .map_err(|e| format!("creating the table {TABLE}: {e}"))?;
+    let mut basket_env = dynamodb::basket_env(endpoint, TABLE);
+    basket_env.extend(
+        [
+            ("MCP_AUTH_ISSUER", issuer.url.as_str()),
+            ("MCP_AUTH_AUDIENCE", AUDIENCE),
+            ("MCP_REQUEST_STATE_KEY", REQUEST_STATE_KEY),
+            ("MCP_ALLOWED_HOSTS", "*"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+
+    let mut bench = Bench {
+        basket: basket.into(),
+        hello: hello.into(),
+        basket_env,
+        token,
+        out: File::create(out).map_err(|e| format!("{out}: {e}"))?,
+        logs: logs.into(),
+        next_rpc: 0,
+    };
+    bench.inits(inits).await?;
+    bench.warm(rounds, batch).await?;
+    if concurrency > 0 {
+        bench.concurrent(concurrency, burst).await?;
+    }
+    let largest = largest_item(&client).await?;
+    bench.record(json!({
+        "kind": "done",
+        "jwks_fetches": issuer.fetches(),
+        "largest_item_bytes": largest,
+    }))
+}
+
+/// The size of an attribute value as DynamoDB counts it for capacity units: strings and binary
+/// by their bytes, numbers by about one byte per two digits plus one, lists and maps 3 bytes
+/// plus their elements (each map entry with its name), 1 byte for a boolean or null.
+fn attribute_bytes(value: &aws_sdk_dynamodb::types::AttributeValue) -> usize {
+    use aws_sdk_dynamodb::types::AttributeValue as A;
+    match value {
+        A::S(s) => s.len(),
+        A::N(n) => n.trim_start_matches('-').len().div_ceil(2) + 1,
+        A::B(b) => b.as_ref().len(),
+        A::Bool(_) | A::Null(_) => 1,
+        A::L(items) => 3 + items.iter().map(|v| 1 + attribute_bytes(v)).sum::<usize>(),
+        A::M(map) => {
+            3 + map
+                .iter()
+                .map(|(k, v)| 1 + k.len() + attribute_bytes(v))
+                .sum::<usize>()
+        }
+        A::Ss(set) => set.iter().map(String::len).sum(),
+        A::Ns(set) => set.iter().map(|n| n.len().div_ceil(2) + 1).sum(),
+        A::Bs(set) => set.iter().map(|b| b.as_ref().len()).sum(),
+        _ => 0,
+    }
+}
+
+/// The largest item in the bench table, in bytes as DynamoDB sizes items (names + values): what
+/// decides how many request units a read (4 KB each) or a write (1 KB each) of it takes.
+async fn largest_item(client: &aws_sdk_dynamodb::Client) -> Result<usize, String> {
+    let mut largest = 0;
+    let mut start = None;
+    loop {
+        let page = client
+            .scan()
+            .table_name(TABLE)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(|e| format!("scanning {TABLE}: {e}"))?;
+        for item in page.items() {
+            let size: usize = item
+                .iter()
+                .map(|(name, value)| name.len() + attribute_bytes(value))
+                .sum();
+            largest = largest.max(size);
+        }
+        start = page.last_evaluated_key().cloned();
+        if start.is_none() {
+            return Ok(largest);
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    match runtime.block_on(run(&args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("bench_lambda_runtime: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
