@@ -90,6 +90,9 @@ suite lambda scripts/lambda-tests.sh
 
 # --- The benchmark harness, smoke mode (every server answers, numbers come out)
 suite bench-smoke benches/side-by-side.sh --smoke
+# --- The Lambda runtime-path benchmark, smoke mode (the basket and a lambda_http hello under
+#     loopback Runtime APIs, DynamoDB Local; numbers come out)
+suite lambda-runtime-smoke benches/lambda-runtime.sh --smoke
 
 # --- Load on loopback (2 000 requests per store, memory and DynamoDB Local) and a 60 s fuzz
 suite load scripts/soak.sh --short
