@@ -1244,6 +1244,12 @@ async fn every_request_writes_one_emf_record_and_its_log_lines_carry_its_ids() {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
     assert!(request_lines.len() >= records.len(), "{logs}");
+    assert!(
+        request_lines
+            .iter()
+            .any(|l| l.to_string().contains("\"mcp.name\":\"no_such_tool\"")),
+        "the request span names the tool: {logs}"
+    );
     for line in &request_lines {
         let text = line.to_string();
         assert!(

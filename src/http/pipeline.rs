@@ -148,6 +148,7 @@ where
         let span = tracing::info_span!(
             "mcp.request",
             mcp.method = tracing::field::Empty,
+            mcp.name = tracing::field::Empty,
             mcp.legacy = tracing::field::Empty,
             status = tracing::field::Empty,
             trace_id = trace_id.as_deref(),
@@ -263,6 +264,14 @@ impl<H: ServerHandler> McpService<H> {
         .map_err(|(rejection, id)| rejection.into_response(id.as_ref()))?;
         let span = tracing::Span::current();
         span.record("mcp.method", checked.method.as_str());
+        if let Some(name) = checked.name.as_deref() {
+            // The tool, prompt, resource or task named (never arguments), cut to a sane length.
+            let cut = name
+                .char_indices()
+                .nth(256)
+                .map_or(name.len(), |(at, _)| at);
+            span.record("mcp.name", &name[..cut]);
+        }
         span.record("mcp.legacy", checked.era == Era::Legacy);
         if let Some(slot) = parts.extensions.get::<metering::MeterSlot>() {
             slot.set(&checked.method, checked.name.as_deref());
