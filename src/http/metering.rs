@@ -3,12 +3,15 @@
 //! envelope step read, the status, and the JSON-RPC error code the answer carries.
 
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
 use http::{Response, header};
-use http_body_util::{BodyExt, StreamBody, combinators::BoxBody};
+use http_body::Frame;
+use http_body_util::combinators::BoxBody;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
@@ -90,18 +93,48 @@ pub(super) fn finish(
         started: Some(started),
         record,
     };
-    let (parts, body) = response.into_parts();
-    let frames = futures::stream::unfold(
-        (body, recorder),
-        move |(mut body, mut recorder)| async move {
-            let Ok(frame) = body.frame().await?;
-            if let Some(data) = frame.data_ref() {
-                recorder.read(data, event_stream);
-            }
-            Some((Ok::<_, Infallible>(frame), (body, recorder)))
-        },
-    );
-    Response::from_parts(parts, BoxBody::new(StreamBody::new(frames)))
+    let (parts, inner) = response.into_parts();
+    let body = Metered {
+        inner,
+        recorder,
+        event_stream,
+    };
+    Response::from_parts(parts, BoxBody::new(body))
+}
+
+/// The answer's body as it was (frames, end, size hint: the Lambda adapter tells an empty body
+/// by them), read on the way for a JSON-RPC error code.
+struct Metered {
+    inner: BoxBody<Bytes, Infallible>,
+    recorder: Recorder,
+    event_stream: bool,
+}
+
+impl http_body::Body for Metered {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &polled
+            && let Some(data) = frame.data_ref()
+        {
+            this.recorder.read(data, this.event_stream);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// Writes the record when dropped: the body ended, or the client went away.
@@ -177,5 +210,60 @@ impl Drop for Recorder {
             invocation: started.invocation,
             trace_id: started.trace_id,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body::Body as _;
+    use http_body_util::{BodyExt as _, Empty, Full};
+
+    fn started() -> Started {
+        let metrics = Arc::new(Metrics::new(crate::Config::local_default().metrics));
+        Started {
+            metrics,
+            at: Instant::now(),
+            usage: DynamoDbUsage::now(),
+            cold_start: false,
+            invocation: None,
+            trace_id: None,
+            slot: MeterSlot::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_metered_body_keeps_its_emptiness_and_its_bytes() {
+        // The Lambda streaming adapter gives an empty answer one byte, telling it by these.
+        let empty = finish(
+            started(),
+            Response::new(BoxBody::new(Empty::<Bytes>::new())),
+        );
+        assert!(empty.body().is_end_stream());
+        assert_eq!(empty.body().size_hint().exact(), Some(0));
+        let answer = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602}}"#);
+        let full = finish(
+            started(),
+            Response::new(BoxBody::new(Full::new(answer.clone()))),
+        );
+        assert_eq!(full.body().size_hint().exact(), Some(answer.len() as u64));
+        let read = full.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(read, answer);
+    }
+
+    #[test]
+    fn only_an_answer_with_a_top_level_error_has_a_code() {
+        assert_eq!(
+            error_code(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700}}"#),
+            Some(-32700)
+        );
+        assert_eq!(
+            error_code(br#"{"jsonrpc":"2.0","id":1,"result":{"error":{"code":-32603}}}"#),
+            None
+        );
+        assert_eq!(
+            error_code(br#"{"jsonrpc":"2.0","method":"notifications/tasks","params":{"error":{"code":1}}}"#),
+            None
+        );
     }
 }
