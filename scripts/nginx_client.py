@@ -92,7 +92,10 @@ def adds(url, host, stop, out, minimum):
         while made < minimum // 2 or not os.path.exists(stop):
             made += 1
             try:
-                call(url, host, "add_item", {"basket_id": basket, "sku": "sku-1", "quantity": 1})
+                # Spread over 50 SKUs: one SKU caps at 1000 units, which a fast machine reaches
+                # while the two processes restart.
+                sku = f"sku-{made % 50}"
+                call(url, host, "add_item", {"basket_id": basket, "sku": sku, "quantity": 1})
                 with lock:
                     mine["ok"] += 1
                     report["ok"] += 1
