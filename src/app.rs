@@ -184,6 +184,7 @@ impl App {
             Arc::new(LocalSessionManager::default()),
             config.http.rmcp_config(),
         );
+        let (listen_on, metrics_on) = (listen.is_some(), metrics.is_some());
         let front = Front {
             settings: config.http.clone(),
             origin_secret: config
@@ -194,17 +195,28 @@ impl App {
             auth: auth.clone(),
             supported_versions,
             listen,
+            // Tool and prompt lists are fingerprinted for listeners; metrics learn the names on
+            // every list.
             probed_lists: [
-                ("tools/list", info.capabilities.tools.is_some()),
-                ("prompts/list", info.capabilities.prompts.is_some()),
-                ("resources/list", info.capabilities.resources.is_some()),
+                (
+                    "tools/list",
+                    info.capabilities.tools.is_some() && (listen_on || metrics_on),
+                ),
+                (
+                    "prompts/list",
+                    info.capabilities.prompts.is_some() && (listen_on || metrics_on),
+                ),
+                (
+                    "resources/list",
+                    info.capabilities.resources.is_some() && metrics_on,
+                ),
                 (
                     "resources/templates/list",
-                    info.capabilities.resources.is_some(),
+                    info.capabilities.resources.is_some() && metrics_on,
                 ),
             ]
             .into_iter()
-            .filter_map(|(method, offered)| offered.then_some(method))
+            .filter_map(|(method, probed)| probed.then_some(method))
             .collect(),
             tasks: self.tasks.as_ref().map(|(tasks, _)| tasks.clone()),
             metrics,

@@ -48,7 +48,7 @@ use crate::{
     auth::{AuthSettings, Principal},
     cache::{CacheHint, CacheHints, CacheScope, CacheSlot},
     listen::{self, ListKind, ListenPlan, Listener, StreamLimits},
-    metrics::Metrics,
+    metrics::{KnownNames, Metrics},
     rmcp_gaps,
     tasks::{TaskPolicy, Tasks},
 };
@@ -113,6 +113,13 @@ impl HostedSettings {
     pub(crate) fn with_metrics(mut self, metrics: Option<Arc<Metrics>>) -> Self {
         self.metrics = metrics;
         self
+    }
+
+    /// Lets metrics learn the names on a list the handler answered (no-op with metrics off).
+    fn learn_names(&self, learn: impl FnOnce(&KnownNames)) {
+        if let Some(metrics) = &self.metrics {
+            learn(metrics.names());
+        }
     }
 
     /// Records this instance's fingerprint of a full list and, the first time it is seen (or
@@ -362,11 +369,9 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         self.settings
             .fingerprint(ListKind::Prompts, &result.prompts)
             .await;
-        if let Some(metrics) = &self.settings.metrics {
-            metrics
-                .names()
-                .learn_prompts(result.prompts.iter().map(|p| p.name.as_str()));
-        }
+        self.settings.learn_names(|names| {
+            names.learn_prompts(result.prompts.iter().map(|p| p.name.as_str()))
+        });
         self.settings.page(result, request.as_ref(), list, false)
     }
 
@@ -380,11 +385,9 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             .inner
             .list_resources(strip_cursor(&request), context)
             .await?;
-        if let Some(metrics) = &self.settings.metrics {
-            metrics
-                .names()
-                .learn_resources(result.resources.iter().map(|r| r.uri.as_str()));
-        }
+        self.settings.learn_names(|names| {
+            names.learn_resources(result.resources.iter().map(|r| r.uri.as_str()))
+        });
         self.settings.page(result, request.as_ref(), list, false)
     }
 
@@ -398,14 +401,14 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             .inner
             .list_resource_templates(strip_cursor(&request), context)
             .await?;
-        if let Some(metrics) = &self.settings.metrics {
-            metrics.names().learn_resource_templates(
+        self.settings.learn_names(|names| {
+            names.learn_resource_templates(
                 result
                     .resource_templates
                     .iter()
                     .map(|t| t.uri_template.as_str()),
-            );
-        }
+            )
+        });
         self.settings.page(result, request.as_ref(), list, false)
     }
 
@@ -551,11 +554,8 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         self.settings
             .fingerprint(ListKind::Tools, &result.tools)
             .await;
-        if let Some(metrics) = &self.settings.metrics {
-            metrics
-                .names()
-                .learn_tools(result.tools.iter().map(|t| t.name.as_ref()));
-        }
+        self.settings
+            .learn_names(|names| names.learn_tools(result.tools.iter().map(|t| t.name.as_ref())));
         let filtered = self
             .settings
             .filter_tools(list.principal.as_ref(), &mut result.tools);

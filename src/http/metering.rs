@@ -35,15 +35,13 @@ impl MeterSlot {
     }
 }
 
-/// A request being measured.
+/// A request being measured: what is known before the answer, filled in as it goes.
 pub(super) struct Started {
     metrics: Arc<Metrics>,
     at: Instant,
     usage: DynamoDbUsage,
-    cold_start: bool,
-    invocation: Option<Invocation>,
-    trace_id: Option<String>,
     slot: MeterSlot,
+    record: RequestRecord,
 }
 
 /// Starts measuring a request, unless metrics are off (or it is a health check).
@@ -52,62 +50,57 @@ pub(super) fn begin<B>(
     request: &mut http::Request<B>,
     trace_id: Option<String>,
 ) -> Option<Started> {
-    let metrics = metrics.filter(|m| m.enabled())?;
+    let metrics = metrics?;
     if request.uri().path() == "/healthz" {
         return None;
     }
     let slot = MeterSlot::default();
     request.extensions_mut().insert(slot.clone());
+    let record = RequestRecord {
+        cold_start: metrics.cold_start(),
+        invocation: request.extensions().get::<Invocation>().cloned(),
+        trace_id,
+        ..RequestRecord::default()
+    };
     Some(Started {
         metrics: metrics.clone(),
         at: Instant::now(),
         usage: DynamoDbUsage::now(),
-        cold_start: metrics.cold_start(),
-        invocation: request.extensions().get::<Invocation>().cloned(),
-        trace_id,
         slot,
+        record,
     })
 }
 
 /// Writes the record once the answer is done: its body passes through unchanged.
 pub(super) fn finish(
-    started: Started,
+    mut started: Started,
     response: Response<BoxBody<Bytes, Infallible>>,
 ) -> Response<BoxBody<Bytes, Infallible>> {
-    let (method, name) = match started.slot.take() {
-        Some((method, name)) => (Some(method), name),
-        None => (None, None),
-    };
-    let record = Record {
-        stream: method.as_deref() == Some("subscriptions/listen"),
-        method,
-        name,
-        status: response.status().as_u16(),
-        json_rpc_code: None,
-    };
+    if let Some((method, name)) = started.slot.take() {
+        started.record.method = Some(method);
+        started.record.name = name;
+    }
+    started.record.status = response.status().as_u16();
     let event_stream = response
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-    let recorder = Recorder {
-        started: Some(started),
-        record,
-    };
     let (parts, inner) = response.into_parts();
     let body = Metered {
         inner,
-        recorder,
         event_stream,
+        started: Some(started),
     };
     Response::from_parts(parts, BoxBody::new(body))
 }
 
 /// The answer's body as it was (frames, end, size hint: the Lambda adapter tells an empty body
-/// by them), read on the way for a JSON-RPC error code.
+/// by them), read on the way for a JSON-RPC error code; the record is written when it is
+/// dropped (the body ended, or the client went away).
 struct Metered {
     inner: BoxBody<Bytes, Infallible>,
-    recorder: Recorder,
     event_stream: bool,
+    started: Option<Started>,
 }
 
 impl http_body::Body for Metered {
@@ -122,8 +115,10 @@ impl http_body::Body for Metered {
         let polled = Pin::new(&mut this.inner).poll_frame(cx);
         if let Poll::Ready(Some(Ok(frame))) = &polled
             && let Some(data) = frame.data_ref()
+            && let Some(code) = answer_error_code(data, this.event_stream)
+            && let Some(started) = &mut this.started
         {
-            this.recorder.read(data, this.event_stream);
+            started.record.json_rpc_code = Some(code);
         }
         polled
     }
@@ -137,20 +132,25 @@ impl http_body::Body for Metered {
     }
 }
 
-/// Writes the record when dropped: the body ended, or the client went away.
-struct Recorder {
-    started: Option<Started>,
-    record: Record,
-}
-
-/// What the answer showed so far.
-#[derive(Default)]
-struct Record {
-    method: Option<String>,
-    name: Option<String>,
-    status: u16,
-    stream: bool,
-    json_rpc_code: Option<i64>,
+impl Drop for Metered {
+    fn drop(&mut self) {
+        let Some(Started {
+            metrics,
+            at,
+            usage,
+            mut record,
+            ..
+        }) = self.started.take()
+        else {
+            return;
+        };
+        // A listen stream lasts as long as it is open: no duration.
+        if record.method.as_deref() != Some("subscriptions/listen") {
+            record.duration = Some(at.elapsed());
+        }
+        record.dynamodb = DynamoDbUsage::now().since(usage);
+        metrics.emit(&record);
+    }
 }
 
 /// Just enough of a JSON-RPC message to tell an error answer (a message with a top-level
@@ -178,38 +178,15 @@ fn error_code(message: &[u8]) -> Option<i64> {
     }
 }
 
-impl Recorder {
-    fn read(&mut self, data: &Bytes, event_stream: bool) {
-        let code = if event_stream {
-            data.split(|&b| b == b'\n')
-                .filter_map(|line| line.strip_prefix(b"data:"))
-                .find_map(error_code)
-        } else {
-            error_code(data)
-        };
-        if code.is_some() {
-            self.record.json_rpc_code = code;
-        }
-    }
-}
-
-impl Drop for Recorder {
-    fn drop(&mut self) {
-        let Some(started) = self.started.take() else {
-            return;
-        };
-        let record = std::mem::take(&mut self.record);
-        started.metrics.emit(&RequestRecord {
-            method: record.method,
-            name: record.name,
-            status: record.status,
-            json_rpc_code: record.json_rpc_code,
-            duration: (!record.stream).then(|| started.at.elapsed()),
-            cold_start: started.cold_start,
-            dynamodb: DynamoDbUsage::now().since(started.usage),
-            invocation: started.invocation,
-            trace_id: started.trace_id,
-        });
+/// The JSON-RPC error code a frame of the answer carries, if any: the whole message for JSON,
+/// each `data:` line for an event stream.
+fn answer_error_code(data: &Bytes, event_stream: bool) -> Option<i64> {
+    if event_stream {
+        data.split(|&b| b == b'\n')
+            .filter_map(|line| line.strip_prefix(b"data:"))
+            .find_map(error_code)
+    } else {
+        error_code(data)
     }
 }
 
@@ -225,10 +202,8 @@ mod tests {
             metrics,
             at: Instant::now(),
             usage: DynamoDbUsage::now(),
-            cold_start: false,
-            invocation: None,
-            trace_id: None,
             slot: MeterSlot::default(),
+            record: RequestRecord::default(),
         }
     }
 

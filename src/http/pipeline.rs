@@ -65,7 +65,8 @@ pub(crate) struct Front {
     pub(crate) supported_versions: Vec<String>,
     /// `subscriptions/listen` served by the library; `None` = left to the handler.
     pub(crate) listen: Option<Arc<Listener>>,
-    /// The lists the handler advertises, asked for at start-up when listen or metrics are on.
+    /// The lists asked for at start-up: those the handler advertises that listen (tools,
+    /// prompts) or metrics (all four) need.
     pub(crate) probed_lists: Vec<&'static str>,
     /// The task engine, for the worker route; `None` = tasks are off.
     pub(crate) tasks: Option<Arc<Tasks>>,
@@ -328,15 +329,8 @@ impl<H: ServerHandler> McpService<H> {
     /// caller); an answer that fails (the handler has no such list, or wants a caller) leaves
     /// both to the first real list request.
     pub(crate) async fn probe_lists(&self) {
-        let metrics = self.front.metrics.is_some();
-        if self.front.listen.is_none() && !metrics {
-            return;
-        }
         let host = self.host_for_internal_requests();
         for &method in &self.front.probed_lists {
-            if !metrics && method.starts_with("resources/") {
-                continue;
-            }
             let body = serde_json::json!({
                 "jsonrpc": "2.0", "id": 0, "method": method,
                 "params": {"_meta": {

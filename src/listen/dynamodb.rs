@@ -10,8 +10,9 @@
 //! A read is one strongly consistent `BatchGetItem` projecting only those attributes (a
 //! handle's data, a task's call and answers are never read), so one poll costs one request
 //! and about one read unit per watched item whatever its size; a finished task's result is
-//! read once, by the poll that sees it finish (the stream then stops watching it). Keys DynamoDB leaves unprocessed (throttling) are
-//! [`Observed::Unknown`] and read again at the next poll.
+//! read once, by the poll that sees it finish (the stream then stops watching it). Keys
+//! DynamoDB leaves unprocessed (throttling) are [`Observed::Unknown`] and read again at the
+//! next poll.
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

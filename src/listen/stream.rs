@@ -2,10 +2,9 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use rmcp::model::RequestId;
+use rmcp::model::{DetailedTask, RequestId};
 use rmcp::service::{Peer, RoleServer};
 use rmcp::{ErrorData, service::SubscriptionContext, service::SubscriptionSendError};
-use serde_json::Value;
 
 use super::{DEADLINE_MARGIN, ListKind, ListenPlan, Listener, Mark, Observed, Watch};
 
@@ -89,18 +88,18 @@ const LAST_READ: Duration = Duration::from_secs(1);
 /// The least time between two reads a memory feed's wake-ups may cause.
 const MIN_WAKE_SPACING: Duration = Duration::from_millis(50);
 
-/// What a client is shown of a watched task now, and whether it is finished.
-fn task_view(seen: &Observed) -> Option<(Value, bool)> {
+/// What a client is shown of a watched task now (what `tasks/get` would answer).
+fn task_view(seen: &Observed) -> Option<DetailedTask> {
     let Observed::Task(record) = seen else {
         return None;
     };
-    let view = crate::tasks::client_view(record, crate::tasks::now_ms());
-    let view = serde_json::to_value(&view).ok()?;
-    let finished = matches!(
-        view.get("status").and_then(Value::as_str),
-        Some("completed" | "failed" | "cancelled")
-    );
-    Some((view, finished))
+    Some(crate::tasks::client_view(record, crate::tasks::now_ms()))
+}
+
+/// Drops the items of `items` whose flag in `drop` is set (both in watch order).
+fn remove_flagged<T>(items: &mut Vec<T>, drop: &[bool]) {
+    let mut flags = drop.iter();
+    items.retain(|_| !flags.next().copied().unwrap_or(false));
 }
 
 /// The listener's own state while its stream is open.
@@ -109,7 +108,7 @@ struct Watching {
     watches: Vec<Watch>,
     last: Vec<Observed>,
     /// Per watch: what the client was last shown of it, for tasks (`notifications/tasks`).
-    shown: Vec<Option<Value>>,
+    shown: Vec<Option<DetailedTask>>,
     /// Lists already told of a new fingerprint: told once per stream, however often the
     /// stored one flips while two versions run side by side.
     fingerprint_told: Vec<ListKind>,
@@ -141,14 +140,13 @@ impl Watching {
                 match (&seen, task_view(&seen)) {
                     // Expired or deleted: nothing more to tell of it.
                     (Observed::Absent, _) => release[i] = true,
-                    (_, Some((view, finished))) => {
-                        release[i] = finished;
+                    (_, Some(view)) => {
+                        release[i] = view.task.status.is_terminal();
                         if self.shown[i].as_ref() != Some(&view) {
-                            let task = serde_json::from_value(view.clone()).map_err(|_| ())?;
                             crate::rmcp_gaps::send_task_status(
                                 &self.peer,
                                 &self.subscription,
-                                task,
+                                view.clone(),
                             )
                             .await
                             .map_err(|_| ())?;
@@ -195,14 +193,10 @@ impl Watching {
             }
         }
         if release.contains(&true) {
-            let mut keep = release.iter().map(|r| !r);
-            self.watched.retain(|_| keep.next().unwrap_or(true));
-            let mut keep = release.iter().map(|r| !r);
-            self.watches.retain(|_| keep.next().unwrap_or(true));
-            let mut keep = release.iter().map(|r| !r);
-            self.last.retain(|_| keep.next().unwrap_or(true));
-            let mut keep = release.iter().map(|r| !r);
-            self.shown.retain(|_| keep.next().unwrap_or(true));
+            remove_flagged(&mut self.watched, &release);
+            remove_flagged(&mut self.watches, &release);
+            remove_flagged(&mut self.last, &release);
+            remove_flagged(&mut self.shown, &release);
             self.released = true;
         }
         Ok(delivered)
@@ -272,10 +266,8 @@ pub(crate) async fn run(
         };
         // Long polling ends at the first notification: a task's state then is told only if
         // it is final, or every listen would end at once.
-        let shown = match task_view(&seen) {
-            Some((view, finished)) if limits.long_poll && !finished => Some(view),
-            _ => None,
-        };
+        let shown =
+            task_view(&seen).filter(|view| limits.long_poll && !view.task.status.is_terminal());
         watching.watches.push(entry.watch.clone());
         watching.watched.push(entry.clone());
         watching.shown.push(shown);
