@@ -10,13 +10,14 @@ use rmcp::{
 };
 
 use crate::{
-    auth::Authenticator,
+    auth::{Authenticator, Caller},
     config::Config,
     env::Mode,
     error::Error,
-    handler::{Hosted, HostedSettings},
+    handler::{Announce, HandleResource, Hosted, HostedSettings},
+    handles::{HandleStore, Handles},
     http::{Front, McpService, OriginSecretCheck},
-    listen::{Announced, ChangeFeed, Changes, Listener, ResourceWatch},
+    listen::{Announced, Changes, Listener, ResourceWatch, Watch},
     metrics::Metrics,
     shutdown::Shutdown,
     tasks::{TaskPolicy, Tasks},
@@ -24,19 +25,25 @@ use crate::{
 
 /// The application: configuration first, then the server, then [`Server::run`].
 ///
+/// [`App::new`] serves a handler as it is; [`App::open`] also opens the handle store and the
+/// change feed the configuration names, so tools keep typed state in [`handles`](Self::handles),
+/// [`resource`](Self::resource) serves it as resources, and `subscriptions/listen` works with
+/// no more plumbing.
+///
 /// ```no_run
 /// # #[derive(Clone)] struct MyServer;
-/// # impl rmcp::ServerHandler for MyServer {}
+/// # impl mcp_lambda::rmcp::ServerHandler for MyServer {}
 /// # async fn demo() -> Result<(), mcp_lambda::Error> {
-/// let config = mcp_lambda::Config::from_env()?;
-/// let handler = MyServer;
-/// mcp_lambda::App::new(config).server(move || handler.clone()).run().await
+/// let config = mcp_lambda::Config::load().await?;
+/// mcp_lambda::App::new(config).server(MyServer).run().await
 /// # }
 /// ```
 pub struct App {
     config: Config,
-    changes: Option<Arc<dyn ChangeFeed>>,
+    changes: Option<Changes>,
+    handles: Option<Arc<dyn HandleStore>>,
     resources: Option<Arc<dyn ResourceWatch>>,
+    handle_resources: Vec<HandleResource>,
     tasks: Option<(Arc<Tasks>, crate::handler::TaskPolicies)>,
 }
 
@@ -45,19 +52,92 @@ impl std::fmt::Debug for App {
         f.debug_struct("App")
             .field("config", &self.config)
             .field("changes", &self.changes)
+            .field("handle_resources", &self.handle_resources)
             .finish_non_exhaustive()
     }
 }
 
 impl App {
-    /// Starts from a configuration.
+    /// Starts from a configuration, and installs the log subscriber it describes (`MCP_LOG`;
+    /// a subscriber the program installed first is kept).
     pub fn new(config: Config) -> Self {
+        config.log.init();
         Self {
             config,
             changes: None,
+            handles: None,
             resources: None,
+            handle_resources: Vec::new(),
             tasks: None,
         }
+    }
+
+    /// [`new`](Self::new), then opens the handle store and the change feed the configuration
+    /// names (`MCP_HANDLES_TABLE`: DynamoDB, one warm-up read; otherwise in memory), and
+    /// serves `subscriptions/listen` from that feed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Handles`] or [`Error::Listen`] when the table is unusable (the message says
+    /// what to fix).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), mcp_lambda::Error> {
+    /// let app = mcp_lambda::App::open(mcp_lambda::Config::load().await?).await?;
+    /// # drop(app); Ok(())
+    /// # }
+    /// ```
+    pub async fn open(config: Config) -> Result<Self, Error> {
+        let mut app = Self::new(config);
+        let handles = app.config.handles.open().await?;
+        let changes = app
+            .config
+            .listen
+            .open(&app.config.handles, handles.clone())
+            .await?;
+        app.handles = Some(handles);
+        app.changes = Some(changes);
+        Ok(app)
+    }
+
+    /// The configuration it was built from.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Typed handles of `kind` (1 to 64 bytes, e.g. `"note"`) in the app's store, expiring
+    /// after `MCP_HANDLE_TTL_SECS` of inactivity and telling the app's listeners of every
+    /// change. Clone it into the handler.
+    ///
+    /// # Panics
+    ///
+    /// On an app made with [`new`](Self::new): only [`open`](Self::open) opens the store.
+    pub fn handles<T>(&self, kind: &str) -> Handles<T>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static,
+    {
+        let store = self.handles.clone().expect(
+            "App::handles needs the handle store: build the app with App::open(config).await?",
+        );
+        let mut handles = Handles::new(store, kind, self.config.handles.ttl);
+        if let Some(changes) = &self.changes {
+            handles = handles.publishing_to(Arc::new(changes.clone()));
+        }
+        handles
+    }
+
+    /// Where the handler publishes list and resource changes for listeners (`None` unless
+    /// the app was [`open`](Self::open)ed or given [`changes`](Self::changes)).
+    pub fn changes_feed(&self) -> Option<&Changes> {
+        self.changes.as_ref()
+    }
+
+    /// Serves a resource template from typed handles (see [`HandleResource`]): listed in
+    /// `resources/templates/list`, read by its owner, watched by listen. The server announces
+    /// `resources` (and `resources.subscribe` when it serves listen) for the handler.
+    pub fn resource(mut self, resource: HandleResource) -> Self {
+        self.handle_resources.push(resource);
+        self
     }
 
     /// Runs tools as durable tasks (the tasks extension) on `tasks`, as `policy` says per
@@ -76,11 +156,11 @@ impl App {
     /// );
     /// let handler = MyServer;
     /// mcp_lambda::App::new(config)
-    ///     .tasks(tasks, |tool: &str| match tool {
+    ///     .tasks(tasks, |tool: &str, _caller: &mcp_lambda::Caller| match tool {
     ///         "report" => TaskPolicy::Optional,
     ///         _ => TaskPolicy::Never,
     ///     })
-    ///     .server(move || handler.clone())
+    ///     .server(handler)
     ///     .run()
     ///     .await?;
     /// # Ok(())
@@ -89,7 +169,7 @@ impl App {
     pub fn tasks(
         mut self,
         tasks: Arc<Tasks>,
-        policy: impl Fn(&str) -> TaskPolicy + Send + Sync + 'static,
+        policy: impl Fn(&str, &Caller) -> TaskPolicy + Send + Sync + 'static,
     ) -> Self {
         self.tasks = Some((tasks, crate::handler::TaskPolicies(Arc::new(policy))));
         self
@@ -109,41 +189,59 @@ impl App {
     /// let handler = MyServer; // keeps a clone of `changes` and publishes to it
     /// mcp_lambda::App::new(config)
     ///     .changes(&changes)
-    ///     .server(move || handler.clone())
+    ///     .server(handler)
     ///     .run()
     ///     .await?;
     /// # Ok(())
     /// # }
     /// ```
     pub fn changes(mut self, changes: &Changes) -> Self {
-        self.changes = Some(changes.feed().clone());
+        self.changes = Some(changes.clone());
         self
     }
 
-    /// Lets listeners subscribe to resources: `resources` decides, per caller, which URIs
-    /// may be watched and through which item. Without it every URI is dropped from the
-    /// accepted filter. Needs [`changes`](Self::changes).
+    /// Lets listeners subscribe to resources the handler serves itself: `resources` decides,
+    /// per caller, which URIs may be watched and through which item. Resources served with
+    /// [`resource`](Self::resource) need no rule. Needs a change feed ([`open`](Self::open)
+    /// or [`changes`](Self::changes)).
     pub fn watch_resources(mut self, resources: impl ResourceWatch) -> Self {
         self.resources = Some(Arc::new(resources));
         self
     }
 
-    /// Sets the MCP server. `factory` is called once per request and should
-    /// clone a handler built once (rebuilding a tool router per request costs
-    /// up to half the CPU of a request).
-    pub fn server<H, F>(self, factory: F) -> Server<H>
+    /// Sets the MCP server: a handler served as it is (shared by every request, never
+    /// cloned), or a closure that makes one per request.
+    ///
+    /// ```
+    /// # #[derive(Clone)] struct MyServer;
+    /// # impl mcp_lambda::rmcp::ServerHandler for MyServer {}
+    /// let config = mcp_lambda::Config::local_default();
+    /// let server = mcp_lambda::App::new(config).server(MyServer);
+    /// # drop(server);
+    /// ```
+    pub fn server<H, M>(self, handler: impl MakeHandler<H, M>) -> Server<H>
     where
         H: ServerHandler,
-        F: Fn() -> H + Send + Sync + 'static,
     {
+        let factory = handler.into_factory();
         let config = self.config;
         let shutdown = Shutdown::new();
         let probe = factory();
-        let info = probe.get_info();
-        let listen = self.changes.map(|feed| {
+        let mut info = probe.get_info();
+        let handle_resources = self.handle_resources;
+        let announce = Announce {
+            tasks: self.tasks.is_some(),
+            handle_resources: !handle_resources.is_empty(),
+            listen: self.changes.is_some(),
+            resources_watchable: !handle_resources.is_empty() || self.resources.is_some(),
+        };
+        let inner_info = info.clone();
+        announce.apply(&mut info.capabilities);
+        let watch = resource_watch(&handle_resources, self.resources);
+        let listen = self.changes.map(|changes| {
             Arc::new(Listener::new(
-                feed,
-                self.resources,
+                changes.feed().clone(),
+                watch,
                 Announced::of(&info.capabilities),
                 config.listen.clone(),
                 shutdown.clone(),
@@ -173,10 +271,11 @@ impl App {
                 &config.lists,
                 config.request_state_keys.all(),
                 config.auth.as_ref(),
-                &info,
+                &inner_info,
                 listen.clone(),
                 self.tasks.clone(),
             )
+            .with_resources(handle_resources, announce)
             .with_metrics(metrics.clone()),
         );
         let rmcp = StreamableHttpService::new(
@@ -240,6 +339,58 @@ impl App {
             shutdown,
         }
     }
+}
+
+/// What [`App::server`] takes: a handler served as it is, or a closure making one per request.
+///
+/// `M` only tells the two apart; it is inferred.
+pub trait MakeHandler<H, M>: Send + Sync + 'static {
+    /// A factory the service calls once per request.
+    fn into_factory(self) -> Arc<dyn Fn() -> Arc<H> + Send + Sync>;
+}
+
+/// [`MakeHandler`]'s marker for a handler served as it is.
+#[derive(Debug)]
+pub enum AsIs {}
+
+/// [`MakeHandler`]'s marker for a closure that makes a handler per request.
+#[derive(Debug)]
+pub enum PerRequest {}
+
+impl<H: ServerHandler> MakeHandler<H, AsIs> for H {
+    fn into_factory(self) -> Arc<dyn Fn() -> Arc<H> + Send + Sync> {
+        let shared = Arc::new(self);
+        Arc::new(move || shared.clone())
+    }
+}
+
+impl<H, F> MakeHandler<H, PerRequest> for F
+where
+    H: ServerHandler,
+    F: Fn() -> H + Send + Sync + 'static,
+{
+    fn into_factory(self) -> Arc<dyn Fn() -> Arc<H> + Send + Sync> {
+        Arc::new(move || Arc::new(self()))
+    }
+}
+
+/// The handle resources' URIs first, then the app's own rule.
+fn resource_watch(
+    handle_resources: &[HandleResource],
+    rule: Option<Arc<dyn ResourceWatch>>,
+) -> Option<Arc<dyn ResourceWatch>> {
+    if handle_resources.is_empty() {
+        return rule;
+    }
+    let handle_resources = handle_resources.to_vec();
+    Some(Arc::new(
+        move |uri: &str, caller: &Caller| -> Option<Watch> {
+            match handle_resources.iter().find_map(|r| r.watch(uri, caller)) {
+                Some(watch) => watch,
+                None => rule.as_ref().and_then(|rule| rule.watch(uri, caller)),
+            }
+        },
+    ))
 }
 
 /// A configured server, ready to [`run`](Server::run) or to be called in-process.

@@ -27,6 +27,9 @@ pub enum Error {
     /// A handle store could not be opened.
     #[error(transparent)]
     Handles(#[from] crate::handles::OpenError),
+    /// The change feed for `subscriptions/listen` could not be opened.
+    #[error(transparent)]
+    Listen(#[from] crate::listen::OpenError),
     /// Durable tasks were configured to run where they cannot (see the message).
     #[error("durable tasks: {0}")]
     Tasks(&'static str),

@@ -110,9 +110,11 @@ mod rmcp_gaps;
 pub mod serve;
 pub mod shutdown;
 pub mod tasks;
+#[cfg(feature = "test-util")]
+pub mod testing;
 
-pub use app::{App, Server, init_tracing};
-pub use auth::Principal;
+pub use app::{App, MakeHandler, Server, init_tracing};
+pub use auth::{Caller, Principal};
 pub use config::{Config, ConfigError};
 pub use error::Error;
 pub use handler::Hosted;

@@ -120,9 +120,14 @@ fn service(setup: Setup) -> McpService<tools::Basket> {
             ("MCP_AUTH_SCOPES_SUPPORTED", "basket:read basket:write"),
         ]),
     }
-    let basket = tools::Basket::new(mcp_lambda::handles::memory(), Duration::from_secs(86_400));
+    let baskets = mcp_lambda::handles::Handles::new(
+        mcp_lambda::handles::memory(),
+        tools::KIND,
+        Duration::from_secs(86_400),
+    );
     App::new(config(&vars))
-        .server(move || basket.clone())
+        .resource(tools::resource::resource(&baskets))
+        .server(tools::Basket::new(baskets))
         .service()
 }
 

@@ -13,7 +13,7 @@ use http::Request;
 use http_body_util::{Full, combinators::BoxBody};
 use mcp_lambda::handles::{HandleId, HandleStore};
 use mcp_lambda::listen::{Changes, StreamLimits, Watch};
-use mcp_lambda::{App, Config, McpService, Principal};
+use mcp_lambda::{App, Caller, Config, McpService};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
@@ -60,12 +60,12 @@ impl ServerHandler for Changing {
 }
 
 /// `file:///public/*` for anyone; `handle://<uuid>` through the caller's handle; nothing else.
-fn watch(uri: &str, caller: Option<&Principal>) -> Option<Watch> {
+fn watch(uri: &str, caller: &Caller) -> Option<Watch> {
     if uri.starts_with("file:///public/") {
         return Some(Watch::Resource(uri.to_owned()));
     }
     let id: HandleId = uri.strip_prefix("handle://")?.parse().ok()?;
-    let owner = caller.map_or_else(|| "anonymous".to_owned(), Principal::owner_key);
+    let owner = caller.owner_key().to_owned();
     Some(Watch::Handle { owner, id })
 }
 

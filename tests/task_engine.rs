@@ -123,8 +123,10 @@ fn setup_listening(
     let tasks = Tasks::new(store, Dispatch::Local, settings);
     let runs = Arc::new(AtomicUsize::new(0));
     let worker = Worker { runs: runs.clone() };
-    let mut app = App::new(fixture::config(&[("MCP_LISTEN_POLL_MS", "100")]))
-        .tasks(tasks.clone(), |_tool: &str| TaskPolicy::Optional);
+    let mut app = App::new(fixture::config(&[("MCP_LISTEN_POLL_MS", "100")])).tasks(
+        tasks.clone(),
+        |_tool: &str, _caller: &mcp_lambda::Caller| TaskPolicy::Optional,
+    );
     if let Some(changes) = &changes {
         app = app.changes(changes);
     }
@@ -722,7 +724,9 @@ async fn a_round_lambda_would_not_take_fails_the_call_and_the_task() {
     let runs = Arc::new(AtomicUsize::new(0));
     let worker = Worker { runs: runs.clone() };
     let service = App::new(fixture::config(&[]))
-        .tasks(tasks, |_tool: &str| TaskPolicy::Optional)
+        .tasks(tasks, |_tool: &str, _caller: &mcp_lambda::Caller| {
+            TaskPolicy::Optional
+        })
         .server(move || worker.clone())
         .service();
 

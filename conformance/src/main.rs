@@ -72,7 +72,7 @@ async fn main() -> anyhow::Result<()> {
     let server = ConformanceServer::new(config.request_state_codec(), changes.clone());
     mcp_lambda::App::new(config)
         .changes(&changes)
-        .watch_resources(|uri: &str, _caller: Option<&mcp_lambda::Principal>| {
+        .watch_resources(|uri: &str, _caller: &mcp_lambda::Caller| {
             // Updates can only concern resources that exist; anyone may watch them.
             (RESOURCE_URIS.contains(&uri) || template_id(uri).is_some())
                 .then(|| Watch::Resource(uri.to_owned()))
@@ -86,7 +86,7 @@ async fn main() -> anyhow::Result<()> {
             ),
             tasks::policy,
         )
-        .server(move || server.clone())
+        .server(server)
         .run()
         .await?;
     Ok(())

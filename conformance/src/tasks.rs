@@ -47,7 +47,7 @@ pub(crate) const TOOLS: &[(&str, &str, super::Schema)] = &[
 ];
 
 /// How each fixture tool may run.
-pub(crate) fn policy(tool: &str) -> TaskPolicy {
+pub(crate) fn policy(tool: &str, _caller: &mcp_lambda::Caller) -> TaskPolicy {
     match tool {
         "slow_compute" | "protocol_error_job" | "confirm_delete" | "multi_input" => {
             TaskPolicy::Optional

@@ -67,9 +67,17 @@ fn harness() -> &'static Harness {
         ]);
         let config =
             Config::from_lookup(|name| vars.get(name).map(|v| v.to_string())).expect("config");
-        let basket = tools::Basket::new(mcp_lambda::handles::memory(), config.handles.ttl);
-        let service =
-            runtime.block_on(async { App::new(config).server(move || basket.clone()).service() });
+        let baskets = mcp_lambda::handles::Handles::new(
+            mcp_lambda::handles::memory(),
+            tools::KIND,
+            config.handles.ttl,
+        );
+        let service = runtime.block_on(async {
+            App::new(config)
+                .resource(tools::resource::resource(&baskets))
+                .server(tools::Basket::new(baskets))
+                .service()
+        });
         Harness { runtime, service }
     })
 }

@@ -6,6 +6,7 @@
 //! refusal into the 401/403 with its `WWW-Authenticate` challenge.
 
 mod bearer;
+mod caller;
 mod jwks;
 mod jwt;
 pub mod metadata;
@@ -14,6 +15,7 @@ mod settings;
 mod token_cache;
 
 pub use bearer::{Authenticator, Challenge, Refusal};
+pub use caller::Caller;
 pub use jwt::TokenError;
 pub use principal::Principal;
 pub use settings::{AuthSettings, ScopeMap};

@@ -5,8 +5,8 @@ use rmcp::{RoleServer, service::RequestContext};
 /// The caller a request was authenticated as.
 ///
 /// The auth layer puts it into the HTTP request's extensions; rmcp hands the
-/// request parts to handlers, so tools read it with [`Principal::from_request`].
-/// With auth off (local development) there is none.
+/// request parts to handlers. Tools take a [`Caller`](crate::Caller) argument instead, which
+/// carries it (or, with auth off, stands for the one anonymous caller).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Principal {
     /// The token's `iss`.
@@ -42,16 +42,6 @@ impl Principal {
     /// ```
     pub fn owner_key(&self) -> String {
         format!("{}#{}", self.issuer, self.subject)
-    }
-
-    /// The owner key of a caller that may be anonymous (auth off): everything an anonymous
-    /// caller creates belongs to `"anonymous"`.
-    ///
-    /// ```
-    /// assert_eq!(mcp_lambda::Principal::owner_of(None), "anonymous");
-    /// ```
-    pub fn owner_of(caller: Option<&Principal>) -> String {
-        caller.map_or_else(|| "anonymous".to_owned(), Principal::owner_key)
     }
 
     /// Whether the principal holds `scope`.

@@ -19,6 +19,7 @@
 #![allow(deprecated)]
 
 mod cursor;
+mod handle_resource;
 mod lists;
 mod portable_schema;
 
@@ -33,19 +34,20 @@ use rmcp::{
         InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
         ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
         ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
-        ReadResourceResponse, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-        SubscriptionFilter, Tool, UnsubscribeRequestParams,
+        ReadResourceResponse, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+        SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
 use serde_json::Value;
 
 use cursor::CursorSigner;
+pub use handle_resource::HandleResource;
 pub use lists::ListSettings;
 use lists::{ListContext, strip_cursor};
 
 use crate::{
-    auth::{AuthSettings, Principal},
+    auth::{AuthSettings, Caller, Principal},
     cache::{CacheHint, CacheHints, CacheScope, CacheSlot},
     listen::{self, ListKind, ListenPlan, Listener, StreamLimits},
     metrics::{KnownNames, Metrics},
@@ -55,7 +57,7 @@ use crate::{
 
 /// Which tools may run as tasks, per tool name (the handler's choice).
 #[derive(Clone)]
-pub(crate) struct TaskPolicies(pub(crate) Arc<dyn Fn(&str) -> TaskPolicy + Send + Sync>);
+pub(crate) struct TaskPolicies(pub(crate) Arc<dyn Fn(&str, &Caller) -> TaskPolicy + Send + Sync>);
 
 impl std::fmt::Debug for TaskPolicies {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -83,6 +85,56 @@ pub(crate) struct HostedSettings {
     tasks: Option<(Arc<Tasks>, TaskPolicies)>,
     /// Per-request metrics, which count names on the lists as themselves.
     metrics: Option<Arc<Metrics>>,
+    /// Resource templates served from handles, by the library.
+    resources: Arc<[HandleResource]>,
+    /// Whether the user's handler announces `resources` itself (then its lists and reads are
+    /// asked first).
+    inner_resources: bool,
+    /// What the library announces on top of the handler's capabilities.
+    announce: Announce,
+}
+
+/// What the server announces on top of the handler's own capabilities, so a handler written
+/// with `#[tool_handler]` alone needs no `get_info`: the tasks extension when tools run as
+/// tasks; `resources` when handle resources are served; and, when the library serves listen,
+/// every `listChanged` it delivers (tools and prompts: a deployment that changes them is
+/// noticed through the list fingerprints) and `resources.subscribe` when resources can be
+/// watched.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Announce {
+    pub(crate) tasks: bool,
+    pub(crate) handle_resources: bool,
+    pub(crate) listen: bool,
+    /// Handle resources, or a `watch_resources` rule.
+    pub(crate) resources_watchable: bool,
+}
+
+impl Announce {
+    pub(crate) fn apply(self, capabilities: &mut ServerCapabilities) {
+        if self.tasks {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(crate::tasks::EXTENSION.to_owned(), Default::default());
+        }
+        if self.handle_resources && capabilities.resources.is_none() {
+            capabilities.resources = Some(Default::default());
+        }
+        if !self.listen {
+            return;
+        }
+        if let Some(tools) = &mut capabilities.tools {
+            tools.list_changed = Some(true);
+        }
+        if let Some(prompts) = &mut capabilities.prompts {
+            prompts.list_changed = Some(true);
+        }
+        if let Some(resources) = &mut capabilities.resources
+            && self.resources_watchable
+        {
+            resources.subscribe = Some(true);
+        }
+    }
 }
 
 impl HostedSettings {
@@ -106,7 +158,27 @@ impl HostedSettings {
             listen,
             tasks,
             metrics: None,
+            inner_resources: info.capabilities.resources.is_some(),
+            resources: Arc::from([]),
+            announce: Announce::default(),
         }
+    }
+
+    /// Serves `resources` from handles and announces `announce` on top of the handler's
+    /// capabilities.
+    pub(crate) fn with_resources(
+        mut self,
+        resources: Vec<HandleResource>,
+        announce: Announce,
+    ) -> Self {
+        self.resources = resources.into();
+        self.announce = announce;
+        self
+    }
+
+    /// The handle resource `uri` belongs to, if any.
+    fn handle_resource(&self, uri: &str) -> Option<&HandleResource> {
+        self.resources.iter().find(|r| r.serves(uri))
     }
 
     /// Teaches `metrics` the names on the lists as the handler answers them.
@@ -196,14 +268,23 @@ impl HostedSettings {
 }
 
 /// The user's handler, wrapped with serverInfo, cache hints and pagination.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Hosted<H> {
-    inner: H,
+    inner: Arc<H>,
     settings: Arc<HostedSettings>,
 }
 
+impl<H> Clone for Hosted<H> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            settings: self.settings.clone(),
+        }
+    }
+}
+
 impl<H> Hosted<H> {
-    pub(crate) fn new(inner: H, settings: Arc<HostedSettings>) -> Self {
+    pub(crate) fn new(inner: Arc<H>, settings: Arc<HostedSettings>) -> Self {
         Self { inner, settings }
     }
 
@@ -222,21 +303,14 @@ pub(crate) fn record(slot: Option<CacheSlot>, ttl_ms: Option<u64>, scope: Option
 }
 
 /// The owner key of the request's caller (tasks are bound to it, like handles).
-fn owner_of(context: &RequestContext<RoleServer>) -> (String, Option<Principal>) {
-    let caller = Principal::from_request(context);
-    let owner = Principal::owner_of(caller.as_ref());
-    (owner, caller)
+fn owner_of(context: &RequestContext<RoleServer>) -> String {
+    Caller::from_request(context).owner_key().to_owned()
 }
 
 impl<H: ServerHandler> ServerHandler for Hosted<H> {
     fn get_info(&self) -> ServerConfig {
         let mut info = self.inner.get_info();
-        if self.settings.tasks.is_some() {
-            info.capabilities
-                .extensions
-                .get_or_insert_with(Default::default)
-                .insert(crate::tasks::EXTENSION.to_owned(), Default::default());
-        }
+        self.settings.announce.apply(&mut info.capabilities);
         info
     }
 
@@ -248,7 +322,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         let Some((tasks, _)) = &self.settings.tasks else {
             return self.inner.get_task(request, context).await;
         };
-        let (owner, _) = owner_of(&context);
+        let owner = owner_of(&context);
         let mut result = tasks.get(&owner, &request.task_id).await?;
         self.settings.stamp(&mut result.meta);
         Ok(result)
@@ -262,7 +336,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         let Some((tasks, _)) = &self.settings.tasks else {
             return self.inner.update_task(request, context).await;
         };
-        let (owner, _) = owner_of(&context);
+        let owner = owner_of(&context);
         tasks
             .update(&owner, &request.task_id, &request.input_responses)
             .await
@@ -276,7 +350,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         let Some((tasks, _)) = &self.settings.tasks else {
             return self.inner.cancel_task(request, context).await;
         };
-        let (owner, _) = owner_of(&context);
+        let owner = owner_of(&context);
         tasks.cancel(&owner, &request.task_id).await
     }
 
@@ -309,13 +383,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
     ) -> Result<DiscoverResult, ErrorData> {
         let slot = CacheSlot::of(&context);
         let mut result = self.inner.discover(context).await?;
-        if self.settings.tasks.is_some() {
-            result
-                .capabilities
-                .extensions
-                .get_or_insert_with(Default::default)
-                .insert(crate::tasks::EXTENSION.to_owned(), Default::default());
-        }
+        self.settings.announce.apply(&mut result.capabilities);
         let (ttl, scope) = self.settings.hint("server/discover", true);
         result.ttl_ms = ttl.unwrap_or_default();
         result.cache_scope = scope.unwrap_or(RmcpCacheScope::Private);
@@ -381,10 +449,15 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let list = ListContext::of(&context);
-        let result = self
-            .inner
-            .list_resources(strip_cursor(&request), context)
-            .await?;
+        // Handles are per caller and never enumerated: a server whose only resources are
+        // handle resources lists none.
+        let result = if self.settings.inner_resources {
+            self.inner
+                .list_resources(strip_cursor(&request), context)
+                .await?
+        } else {
+            ListResourcesResult::with_all_items(Vec::new())
+        };
         self.settings.learn_names(|names| {
             names.learn_resources(result.resources.iter().map(|r| r.uri.as_str()))
         });
@@ -397,10 +470,16 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let list = ListContext::of(&context);
-        let result = self
-            .inner
-            .list_resource_templates(strip_cursor(&request), context)
-            .await?;
+        let mut result = if self.settings.inner_resources {
+            self.inner
+                .list_resource_templates(strip_cursor(&request), context)
+                .await?
+        } else {
+            ListResourceTemplatesResult::with_all_items(Vec::new())
+        };
+        result
+            .resource_templates
+            .extend(self.settings.resources.iter().map(|r| r.template().clone()));
         self.settings.learn_names(|names| {
             names.learn_resource_templates(
                 result
@@ -419,10 +498,27 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let modern = lists::is_modern(&context);
         let slot = CacheSlot::of(&context);
-        let mut response = self.inner.read_resource(request, context).await?;
+        let from_handle = self
+            .settings
+            .handle_resource(&request.uri)
+            .and_then(|r| r.read(Caller::from_request(&context), &request.uri));
+        let per_caller = from_handle.is_some();
+        let mut response = match from_handle {
+            Some(read) => ReadResourceResponse::Complete(read.await?),
+            None if self.settings.inner_resources => {
+                self.inner.read_resource(request, context).await?
+            }
+            // The handler serves no resources of its own: a URI of no template names nothing.
+            None => return Err(handle_resource::not_found(&request.uri)),
+        };
         match &mut response {
             ReadResourceResponse::Complete(result) => {
                 (result.ttl_ms, result.cache_scope) = self.settings.hint("resources/read", modern);
+                // A handle is one caller's: no shared cache may keep it, whatever the
+                // deployment configured for resources/read.
+                if per_caller && result.cache_scope.is_some() {
+                    result.cache_scope = Some(RmcpCacheScope::Private);
+                }
                 record(slot, result.ttl_ms, result.cache_scope);
                 self.settings.stamp(&mut result.meta);
             }
@@ -493,10 +589,11 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
                 .extensions
                 .get::<http::request::Parts>()
                 .is_some_and(|p| p.extensions.get::<TaskRound>().is_some());
+            let caller = Caller::from_request(&context);
             let policy = if round {
                 TaskPolicy::Never
             } else {
-                (policies.0)(&request.name)
+                (policies.0)(&request.name, &caller)
             };
             let declared = context
                 .client_capabilities()
@@ -511,7 +608,8 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             };
             match (policy, declared) {
                 (TaskPolicy::Optional | TaskPolicy::Required, true) => {
-                    let (owner, caller) = owner_of(&context);
+                    let owner = caller.owner_key().to_owned();
+                    let caller = caller.principal().cloned();
                     let mut params = serde_json::to_value(&request)
                         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
                     // rmcp keeps the request's `_meta` in the context: the worker's call needs

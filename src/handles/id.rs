@@ -141,6 +141,21 @@ impl<'de> serde::Deserialize<'de> for HandleId {
     }
 }
 
+/// A tool argument may be a `HandleId`: its schema is a UUID string.
+impl schemars::JsonSchema for HandleId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "HandleId".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A handle id, as the tool that created it returned it (a lowercase UUID).",
+            "pattern": "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

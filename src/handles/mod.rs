@@ -70,6 +70,7 @@ mod dynamodb;
 mod id;
 mod memory;
 mod settings;
+mod typed;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -83,6 +84,10 @@ pub use dynamodb::{DynamoDbHandleStore, TABLE_DEFINITION, TOMBSTONE_TTL};
 pub use id::{HandleId, ParseHandleIdError};
 pub use memory::MemoryHandleStore;
 pub use settings::{HandleSettings, OpenError};
+pub use typed::{
+    HandleWrites, Handles, MAX_ATTEMPTS, MAX_REQUEST_KEY_BYTES, MAX_REQUEST_KEYS, RequestKey,
+    Stored,
+};
 
 /// The largest accepted `data`, in bytes of compact JSON.
 ///
@@ -191,6 +196,50 @@ pub enum HandleError {
     /// The request itself is wrong (empty owner, data too large, zero TTL); retrying won't help.
     #[error("invalid handle request: {0}")]
     Invalid(String),
+    /// The stored data does not decode as the type a [`Handles<T>`] reads it as (the type
+    /// changed since the handle was written, or the data was edited by hand). Only the typed
+    /// layer answers this; retrying won't help.
+    #[error("stored handle does not decode: {0}")]
+    Decode(String),
+    /// A [`RequestKey`] the handle remembers was used again for another change; nothing was
+    /// changed. Only the typed layer answers this.
+    #[error(
+        "request key {key} was already used on this handle for another change ({change}); use a new key for each change"
+    )]
+    RequestKeyReused {
+        /// The reused key.
+        key: String,
+        /// What it was first used for.
+        change: String,
+    },
+}
+
+/// A tool may return `Result<_, HandleError>`: the error becomes the tool result's text
+/// (`isError: true`), which tells the model what happened and what to do.
+/// The backend's own words (a table, an account, a timeout) stay in the log.
+impl rmcp::model::IntoContents for HandleError {
+    fn into_contents(self) -> Vec<rmcp::model::ContentBlock> {
+        let text = match &self {
+            HandleError::Unavailable(reason) => {
+                tracing::warn!(%reason, "handle store unavailable");
+                "The store is temporarily unavailable. Nothing was changed; try the same call \
+                 again in a few seconds."
+                    .to_owned()
+            }
+            HandleError::Indeterminate(reason) => {
+                tracing::warn!(%reason, "handle store did not confirm a write");
+                "The store did not confirm this change in time, so it may or may not have been \
+                 applied. Read it before trying again."
+                    .to_owned()
+            }
+            HandleError::Decode(reason) => {
+                tracing::error!(%reason, "a stored handle does not decode");
+                "This item could not be read on the server.".to_owned()
+            }
+            other => other.to_string(),
+        };
+        vec![rmcp::model::ContentBlock::text(text)]
+    }
 }
 
 /// Durable, owner-bound state referenced by id.

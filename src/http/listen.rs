@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::envelope::Checked;
 use super::errors::{HttpResponse, Rejection};
-use crate::auth::Principal;
+use crate::auth::{Caller, Principal};
 use crate::listen::{ListenRefusal, Listener, TaskIds};
 
 /// Where a request declares the tasks extension (`_meta` client capabilities).
@@ -62,9 +62,9 @@ pub(super) async fn prepare(
             .pointer(TASKS_DECLARED)
             .is_some_and(Value::is_object),
     };
-    let caller = parts.extensions.get::<Principal>();
+    let caller = Caller::from(parts.extensions.get::<Principal>().cloned());
     let (accepted, plan) = listener
-        .plan(&requested, &tasks, caller)
+        .plan(&requested, &tasks, &caller)
         .await
         .map_err(|refusal| match refusal {
             ListenRefusal::Unavailable(error) => {

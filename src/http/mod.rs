@@ -37,6 +37,7 @@ mod deadline;
 mod envelope;
 pub mod errors;
 mod host;
+pub(crate) mod in_process;
 mod listen;
 mod media_types;
 mod metering;

@@ -331,21 +331,15 @@ impl<H: ServerHandler> McpService<H> {
     pub(crate) async fn probe_lists(&self) {
         let host = self.host_for_internal_requests();
         for &method in &self.front.probed_lists {
-            let body = serde_json::json!({
-                "jsonrpc": "2.0", "id": 0, "method": method,
-                "params": {"_meta": {
-                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                }},
-            });
-            let Ok(request) = Request::post(self.front.settings.path.as_str())
-                .header(header::HOST, host.as_str())
-                .header(header::CONTENT_TYPE, "application/json")
-                .header(header::ACCEPT, "application/json, text/event-stream")
-                .header("mcp-protocol-version", "2026-07-28")
-                .header("mcp-method", method)
-                .body(Full::new(Bytes::from(body.to_string())))
-            else {
+            let params =
+                serde_json::json!({ "_meta": super::in_process::meta(serde_json::json!({})) });
+            let Ok(request) = super::in_process::request(
+                self.front.settings.path.as_str(),
+                &host,
+                serde_json::json!(0),
+                method,
+                params,
+            ) else {
                 continue;
             };
             let response = self.rmcp.handle(request).await;

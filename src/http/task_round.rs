@@ -4,14 +4,12 @@
 //! and is the task's owner); the round carries that caller and a [`TaskRound`] mark, so the
 //! wrapper runs the tool as it is instead of making it a task again.
 
-use bytes::Bytes;
 use futures::future::{BoxFuture, FutureExt};
-use http::{Request, header};
-use http_body_util::{BodyExt, Full};
+use http::header;
 use rmcp::ServerHandler;
 use serde_json::{Value, json};
 
-use super::McpService;
+use super::{McpService, in_process};
 use crate::auth::Principal;
 use crate::handler::TaskRound;
 use crate::tasks::{RoundOutput, ToolRunner};
@@ -25,18 +23,14 @@ impl<H: ServerHandler> ToolRunner for McpService<H> {
     ) -> BoxFuture<'static, RoundOutput> {
         let service = self.clone();
         async move {
-            let name = params["name"].as_str().unwrap_or_default().to_owned();
-            let body = json!({"jsonrpc": "2.0", "id": "task-round", "method": "tools/call", "params": params});
             let host = service.host_for_internal_requests();
-            let mut request = match Request::post(service.path())
-                .header(header::HOST, host)
-                .header(header::CONTENT_TYPE, "application/json")
-                .header(header::ACCEPT, "application/json, text/event-stream")
-                .header("mcp-protocol-version", "2026-07-28")
-                .header("mcp-method", "tools/call")
-                .header("mcp-name", name)
-                .body(Full::new(Bytes::from(body.to_string())))
-            {
+            let mut request = match in_process::request(
+                service.path(),
+                &host,
+                json!("task-round"),
+                "tools/call",
+                params,
+            ) {
                 Ok(request) => request,
                 Err(error) => return failed(&error.to_string()),
             };
@@ -45,44 +39,27 @@ impl<H: ServerHandler> ToolRunner for McpService<H> {
                 request.extensions_mut().insert(caller);
             }
             let response = service.rmcp_handle(request).await;
-            let sse = response
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-            let mut body = response.into_body();
+            let (parts, body) = response.into_parts();
+            let mut messages =
+                in_process::Messages::new(parts.headers.get(header::CONTENT_TYPE), body);
             let mut last: Option<Value> = None;
-            let mut buffer = String::new();
-            while let Some(Ok(frame)) = body.frame().await {
-                let Ok(data) = frame.into_data() else { continue };
-                buffer.push_str(&String::from_utf8_lossy(&data));
-                if !sse {
-                    continue;
-                }
-                while let Some(end) = buffer.find("\n\n") {
-                    let event: String = buffer.drain(..end + 2).collect();
-                    let data: String = event
-                        .lines()
-                        .filter_map(|l| l.strip_prefix("data:"))
-                        .map(str::trim_start)
-                        .collect();
-                    let Ok(message) = serde_json::from_str::<Value>(&data) else { continue };
-                    if message["method"] == "notifications/progress" {
-                        let params = &message["params"];
-                        let text = params["message"].as_str().map(str::to_owned).unwrap_or_else(|| {
+            while let Some(message) = messages.next().await {
+                if message["method"] == "notifications/progress" {
+                    let params = &message["params"];
+                    let text = params["message"]
+                        .as_str()
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| {
                             match (params["progress"].as_f64(), params["total"].as_f64()) {
                                 (Some(p), Some(t)) => format!("{p} of {t}"),
                                 (Some(p), None) => format!("{p}"),
                                 _ => "working".into(),
                             }
                         });
-                        progress(text);
-                    } else if message.get("id").is_some() {
-                        last = Some(message);
-                    }
+                    progress(text);
+                } else if message.get("id").is_some() {
+                    last = Some(message);
                 }
-            }
-            if !sse {
-                last = serde_json::from_str(&buffer).ok();
             }
             match last {
                 Some(message) => output_of(message),

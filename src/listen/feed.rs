@@ -206,3 +206,15 @@ impl Changes {
         self.publish(Change::Handle(id)).await
     }
 }
+
+/// Typed handles ([`Handles`](crate::handles::Handles)) tell their listeners through it.
+impl crate::handles::HandleWrites for Changes {
+    fn handle_written(&self, id: HandleId) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Err(error) = self.handle_updated(id).await {
+                // The write itself landed; a listener still sees it at its next poll.
+                tracing::warn!(%error, "could not tell listeners of a handle change");
+            }
+        })
+    }
+}

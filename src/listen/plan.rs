@@ -12,7 +12,7 @@ use super::{
     MAX_TASK_SUBSCRIPTIONS, MAX_URI_BYTES, Observed, Watch,
 };
 use crate::handles::HandleId;
-use crate::{auth::Principal, shutdown::Shutdown};
+use crate::{auth::Caller, shutdown::Shutdown};
 
 /// The handler's answer to "may this caller watch this URI, and through which item?".
 ///
@@ -21,27 +21,31 @@ use crate::{auth::Principal, shutdown::Shutdown};
 ///
 /// ```
 /// use mcp_lambda::listen::{ResourceWatch, Watch};
-/// use mcp_lambda::Principal;
+/// use mcp_lambda::Caller;
 ///
 /// // Public files anyone may watch; everything else is dropped.
-/// let public = |uri: &str, _caller: Option<&Principal>| {
+/// let public = |uri: &str, _caller: &Caller| {
 ///     uri.starts_with("file:///public/").then(|| Watch::Resource(uri.to_owned()))
 /// };
-/// assert!(public.watch("file:///public/a.txt", None).is_some());
-/// assert!(public.watch("file:///etc/passwd", None).is_none());
+/// let anyone = Caller::anonymous();
+/// assert!(public.watch("file:///public/a.txt", &anyone).is_some());
+/// assert!(public.watch("file:///etc/passwd", &anyone).is_none());
 /// ```
+///
+/// Resources served from handles ([`HandleResource`](crate::handler::HandleResource)) need no
+/// rule: the app watches them for their owner.
 pub trait ResourceWatch: Send + Sync + 'static {
     /// The item that signals changes of `uri` for `caller`; `None` if the caller may not
     /// watch it. A [`Watch::Handle`] is also checked against the store before it is accepted
     /// (owner, expiry), in the same read as the baseline.
-    fn watch(&self, uri: &str, caller: Option<&Principal>) -> Option<Watch>;
+    fn watch(&self, uri: &str, caller: &Caller) -> Option<Watch>;
 }
 
 impl<F> ResourceWatch for F
 where
-    F: Fn(&str, Option<&Principal>) -> Option<Watch> + Send + Sync + 'static,
+    F: Fn(&str, &Caller) -> Option<Watch> + Send + Sync + 'static,
 {
-    fn watch(&self, uri: &str, caller: Option<&Principal>) -> Option<Watch> {
+    fn watch(&self, uri: &str, caller: &Caller) -> Option<Watch> {
         self(uri, caller)
     }
 }
@@ -55,11 +59,13 @@ pub enum ListenRefusal {
         "the filter asks for nothing: set toolsListChanged, promptsListChanged, resourcesListChanged or resourceSubscriptions"
     )]
     NothingRequested,
-    /// Nothing the filter asks for can be watched: lists the server does not announce changes
-    /// of, URIs the caller may not watch or that name nothing (-32602; the same answer for
-    /// every reason, so it tells nothing the acknowledgment would not).
-    #[error("nothing in the filter can be watched on this server")]
-    NothingToWatch,
+    /// Nothing the filter asks for can be watched (-32602). The text says why, per part of the
+    /// filter: which capability the server does not announce, that no `watch_resources` rule
+    /// or handle resource is configured, or that the URIs name nothing this caller may watch
+    /// (one wording for unknown, expired and someone else's, so it tells nothing the
+    /// acknowledgment would not).
+    #[error("nothing in the filter can be watched on this server: {0}")]
+    NothingToWatch(String),
     /// More `resourceSubscriptions` than [`MAX_RESOURCE_SUBSCRIPTIONS`] (-32602).
     #[error("resourceSubscriptions names {count} URIs; at most {max} per listen")]
     TooManyResources {
@@ -241,13 +247,48 @@ impl Listener {
             .cloned()
     }
 
+    /// Why a filter left nothing to watch, part by part, in words that name what to fix.
+    fn why_nothing(&self, asked: &[(ListKind, bool)], uris: usize, tasks: usize) -> String {
+        let mut why = Vec::new();
+        for (list, on) in asked {
+            if *on && !self.announced.list(*list) {
+                why.push(format!(
+                    "{0}ListChanged: the server does not announce {0}.listChanged (it has no {0})",
+                    list.name()
+                ));
+            }
+        }
+        if uris > 0 {
+            why.push(if !self.announced.resources {
+                "resourceSubscriptions: the server does not announce resources.subscribe (serve \
+                 a HandleResource with App::resource, or give App::watch_resources a rule)"
+                    .to_owned()
+            } else if self.resources.is_none() {
+                "resourceSubscriptions: the app has no watch_resources rule and no handle \
+                 resource, so no URI can be watched"
+                    .to_owned()
+            } else {
+                format!(
+                    "resourceSubscriptions: none of the {uris} URIs names a resource you may \
+                     watch (unknown, expired, or not yours)"
+                )
+            });
+        }
+        if tasks > 0 {
+            why.push(format!(
+                "taskIds: none of the {tasks} ids names a live task of yours"
+            ));
+        }
+        why.join("; ")
+    }
+
     /// Decides what `requested` (and `tasks`) may watch for `caller` and reads the baseline
     /// (one feed request). Returns what to acknowledge and the plan for the stream.
     pub(crate) async fn plan(
         &self,
         requested: &SubscriptionFilter,
         tasks: &TaskIds,
-        caller: Option<&Principal>,
+        caller: &Caller,
     ) -> Result<(Accepted, ListenPlan), ListenRefusal> {
         let task_ids = match &tasks.ids {
             Some(_) if !self.serves_tasks => None,
@@ -322,7 +363,7 @@ impl Listener {
                 });
             }
         }
-        let owner = Principal::owner_of(caller);
+        let owner = caller.owner_key().to_owned();
         for id in task_ids.unwrap_or_default() {
             // A malformed id names no task: dropped like a foreign one.
             let Ok(id) = id.parse::<HandleId>() else {
@@ -363,7 +404,11 @@ impl Listener {
             kept_baseline.push(seen);
         }
         if kept.is_empty() {
-            return Err(ListenRefusal::NothingToWatch);
+            return Err(ListenRefusal::NothingToWatch(self.why_nothing(
+                &asked,
+                uris.len(),
+                task_ids.map_or(0, <[String]>::len),
+            )));
         }
         let mut accepted = SubscriptionFilter::new();
         for list in &lists {

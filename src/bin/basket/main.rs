@@ -35,41 +35,26 @@
 
 mod tools;
 
-use mcp_lambda::cache::CacheScope;
-use tools::Basket;
+use mcp_lambda::{App, Config, Error, config::Mode};
+use tools::{Basket, KIND, resource};
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    // Reads every MCP_* variable, and fetches the request-state key if it is kept in SSM or
-    // Secrets Manager: once, here, during Lambda INIT.
-    let mut config = mcp_lambda::Config::load().await?;
-    mcp_lambda::init_tracing(&config);
-    // A basket read is one caller's data: no shared cache may keep it, whatever the deployment
-    // configured for resources/read (the TTL stays the operator's; the default is 0).
-    if config.cache.resources_read.scope != CacheScope::Private {
-        tracing::warn!(
-            "MCP_CACHE_RESOURCES_READ asks for public; basket reads are per caller, so they stay \
-             private"
-        );
-        config.cache.resources_read.scope = CacheScope::Private;
-    }
-    let handles = config.handles.open().await?;
-    // Changes to a basket reach its owner's `subscriptions/listen` streams on every instance.
-    let changes = config.listen.open(&config.handles, handles.clone()).await?;
-    let basket = Basket::new(handles, config.handles.ttl).with_changes(changes.clone());
+async fn main() -> Result<(), Error> {
+    // Reads every MCP_* variable (fetching the request-state key from SSM or Secrets Manager if
+    // it is kept there) and opens the handle store and the change feed: once, during Lambda INIT.
+    let mut app = App::open(Config::load().await?).await?;
     // place_order may run as a durable task: locally on this process's runtime; on Lambda each
     // round is handed to the Lambda service (an asynchronous invocation of this function), which
     // needs a store every invocation shares, so there only with MCP_HANDLES_TABLE.
+    let config = app.config();
     let tasks = match config.mode {
-        mcp_lambda::config::Mode::Lambda if config.handles.table.is_none() => None,
+        Mode::Lambda if config.handles.table.is_none() => None,
         _ => Some(config.tasks.open(&config.handles).await?),
     };
-    let mut app = mcp_lambda::App::new(config)
-        .changes(&changes)
-        .watch_resources(tools::watch);
+    let baskets = app.handles(KIND);
+    app = app.resource(resource::resource(&baskets));
     if let Some(tasks) = tasks {
         app = app.tasks(tasks, tools::task_policy);
     }
-    app.server(move || basket.clone()).run().await?;
-    Ok(())
+    app.server(Basket::new(baskets)).run().await
 }

@@ -1,56 +1,46 @@
 //! The basket tools: a shopping basket kept in a handle between stateless calls.
 //!
-//! A basket is one handle of kind `"basket"` whose data is `{"items": {"<sku>": <quantity>}}`.
-//! It belongs to the caller's principal (or to one shared anonymous owner when auth is off) and
-//! expires after the configured TTL of inactivity: every call that uses it slides the expiry.
-//!
-//! Writes are optimistic: read the basket, change it, `update` with the version that was read,
-//! and on a conflict start over, with jittered backoff so a burst of concurrent calls on one
-//! basket all land.
+//! A basket is one typed handle (`Handles<Contents>`, kind `"basket"`): `{"items": {"<sku>":
+//! <quantity>}}`. It belongs to the caller (its principal, or one shared anonymous owner when
+//! auth is off) and expires after the configured TTL of inactivity: every call that uses it
+//! slides the expiry. The typed layer does the read-modify-write, its version check and
+//! retries, and tells the basket's listeners of each change.
 //!
 //! A change whose outcome the store could not learn (it was sent, its answer was lost) is told
 //! as such: it may or may not have been applied, so look before repeating it. Looking settles
 //! it: `view_basket` is a store `touch`, which bumps the basket's version, so a lost write
 //! still on its way (conditioned on the older version) can no longer land afterwards. `add_item` and
 //! `remove_item` take an optional client-chosen `request_id`, remembered in the basket (the
-//! latest [`MAX_REQUEST_IDS`]): a call repeating a remembered one changes nothing and returns the
-//! basket, so such a call can simply be sent again.
+//! latest 32, the handles' [`RequestKey`]s): a call repeating a remembered one changes nothing
+//! and returns the basket, so such a call can simply be sent again.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_lambda::Principal;
-use mcp_lambda::handles::{Handle, HandleError, HandleId, HandleStore};
-use mcp_lambda::listen::{Changes, Watch};
-use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::wrapper::{Json, Parameters};
-use rmcp::model::{
-    ContentBlock, Implementation, IntoContents, ListResourceTemplatesResult, ListResourcesResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig,
-};
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, tool, tool_handler, tool_router};
+use mcp_lambda::Caller;
+use mcp_lambda::handles::{HandleError, HandleId, Handles, RequestKey, Stored};
+use mcp_lambda::rmcp::handler::server::router::tool::ToolRouter;
+use mcp_lambda::rmcp::handler::server::wrapper::{Json, Parameters};
+use mcp_lambda::rmcp::model::{ContentBlock, Implementation, IntoContents, ServerConfig};
+use mcp_lambda::rmcp::service::RequestContext;
+use mcp_lambda::rmcp::{self, RoleServer, schemars, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 // The file beside this one, named by path: `tests/lambda_events.rs` and the fuzz target include
 // this file by path, and it brings the resource along.
 #[path = "resource.rs"]
-mod resource;
+pub(crate) mod resource;
 
 /// The handle kind for baskets.
-const KIND: &str = "basket";
-
-/// The owner of every basket when the request carries no principal (auth off).
-const ANONYMOUS_OWNER: &str = "anonymous";
+pub(crate) const KIND: &str = "basket";
 
 /// How long each step of `place_order` takes: long enough to show a task, short for tests.
 const ORDER_STEP: Duration = Duration::from_secs(1);
 
 /// How each tool may run: `place_order` as a task when the client allows one.
-pub(crate) fn task_policy(tool: &str) -> mcp_lambda::tasks::TaskPolicy {
+pub(crate) fn task_policy(tool: &str, _caller: &Caller) -> mcp_lambda::tasks::TaskPolicy {
     match tool {
         "place_order" => mcp_lambda::tasks::TaskPolicy::Optional,
         _ => mcp_lambda::tasks::TaskPolicy::Never,
@@ -66,25 +56,18 @@ const MAX_LINES: usize = 100;
 /// Longest SKU, in characters.
 const MAX_SKU_LEN: usize = 64;
 
-/// Attempts at a read-modify-write before giving up on a contended basket.
-const MAX_ATTEMPTS: u32 = 16;
-
-/// The `request_id`s a basket remembers (its latest changes).
-const MAX_REQUEST_IDS: usize = 32;
-
 /// Longest `request_id`, in characters.
 const MAX_REQUEST_ID_LEN: usize = 64;
 
-/// The basket server: five tools over a [`HandleStore`], and each basket as a resource.
+/// The basket server: six tools over typed handles; each basket is also a resource
+/// (`resource.rs`), which the library serves.
 ///
-/// Built once at start-up; the library clones it per request (cheap: two `Arc`s and a `Duration`).
+/// Built once at start-up and served as it is.
 #[derive(Clone)]
 pub(crate) struct Basket {
-    handles: Arc<dyn HandleStore>,
+    baskets: Handles<Contents>,
     ttl: Duration,
     tool_router: Arc<ToolRouter<Self>>,
-    /// Where `basket://{id}` listeners hear of changes; `None` = nobody listens.
-    changes: Option<Changes>,
 }
 
 /// Arguments naming a basket.
@@ -167,63 +150,11 @@ pub(crate) struct CheckoutSummary {
 
 /// What a basket handle stores.
 #[derive(Debug, Default, Serialize, Deserialize)]
-struct Contents {
+pub(crate) struct Contents {
     items: BTreeMap<String, u32>,
-    /// The latest changes made with a `request_id`, oldest first (at most [`MAX_REQUEST_IDS`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    applied: Vec<Applied>,
-}
-
-/// A change made with a `request_id`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Applied {
-    /// The client's `request_id`.
-    id: String,
-    /// What it did (`add TEA 2`, `remove TEA`), so a reused id for another change is refused.
-    change: String,
 }
 
 impl Contents {
-    fn of(handle: &Handle, ttl: Duration) -> Result<Self, ToolError> {
-        if handle.kind != KIND {
-            // Another tool's handle of the same owner: not a basket, as far as callers can tell.
-            return Err(ToolError::Gone(ttl));
-        }
-        serde_json::from_value(handle.data.clone()).map_err(|e| {
-            tracing::error!(error = %e, "stored basket does not parse");
-            ToolError::Internal
-        })
-    }
-
-    fn to_value(&self) -> serde_json::Value {
-        if self.applied.is_empty() {
-            serde_json::json!({ "items": self.items })
-        } else {
-            serde_json::json!({ "items": self.items, "applied": self.applied })
-        }
-    }
-
-    /// Whether the change `request` was already applied (`Ok(true)`), is new (`Ok(false)`), or
-    /// reuses a remembered `request_id` for another change (an error).
-    fn already_applied(&self, request: &Applied) -> Result<bool, ToolError> {
-        match self.applied.iter().find(|a| a.id == request.id) {
-            None => Ok(false),
-            Some(done) if done.change == request.change => Ok(true),
-            Some(done) => Err(ToolError::Invalid(format!(
-                "request_id {} was already used on this basket for another change ({}). Use a \
-                 new request_id for each change.",
-                request.id, done.change
-            ))),
-        }
-    }
-
-    /// Remembers `request`, forgetting the oldest beyond [`MAX_REQUEST_IDS`].
-    fn remember(&mut self, request: Applied) {
-        self.applied.push(request);
-        let excess = self.applied.len().saturating_sub(MAX_REQUEST_IDS);
-        self.applied.drain(..excess);
-    }
-
     fn lines(&self) -> Vec<Line> {
         self.items
             .iter()
@@ -236,6 +167,24 @@ impl Contents {
 
     fn total(&self) -> u64 {
         self.items.values().map(|&q| u64::from(q)).sum()
+    }
+}
+
+/// What a read-modify-write can fail with: the store, or the change itself refusing.
+enum Failure {
+    Store(HandleError),
+    Refused(ToolError),
+}
+
+impl From<HandleError> for Failure {
+    fn from(error: HandleError) -> Self {
+        Self::Store(error)
+    }
+}
+
+impl From<ToolError> for Failure {
+    fn from(error: ToolError) -> Self {
+        Self::Refused(error)
     }
 }
 
@@ -324,8 +273,9 @@ impl IntoContents for ToolError {
 
 #[tool_router(router = tool_router)]
 impl Basket {
-    /// A basket server over `handles`; baskets expire after `ttl` without use.
-    pub(crate) fn new(handles: Arc<dyn HandleStore>, ttl: Duration) -> Self {
+    /// A basket server over `baskets`, which expire after their TTL without use.
+    pub(crate) fn new(baskets: Handles<Contents>) -> Self {
+        let ttl = baskets.ttl();
         let mut router = Self::tool_router();
         let ttl_text = human(ttl);
         // The descriptions state the configured expiry, so the model can plan around it.
@@ -336,17 +286,10 @@ impl Basket {
             }
         }
         Self {
-            handles,
+            baskets,
             ttl,
             tool_router: Arc::new(router),
-            changes: None,
         }
-    }
-
-    /// Tells `basket://{id}` listeners (through `changes`) of every change to their basket.
-    pub(crate) fn with_changes(mut self, changes: Changes) -> Self {
-        self.changes = Some(changes);
-        self
     }
 
     #[tool(
@@ -361,18 +304,13 @@ impl Basket {
             open_world_hint = false
         )
     )]
-    async fn create_basket(
-        &self,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<Json<BasketView>, ToolError> {
-        let owner = owner(&ctx);
-        let contents = Contents::default();
-        let handle = self
-            .handles
-            .create(&owner, KIND, contents.to_value(), self.ttl)
+    async fn create_basket(&self, caller: Caller) -> Result<Json<BasketView>, ToolError> {
+        let basket = self
+            .baskets
+            .create(&caller, Contents::default())
             .await
             .map_err(|e| self.explain_write(e, Unconfirmed::Create))?;
-        Ok(Json(self.view(&handle, &contents)))
+        Ok(Json(self.view(&basket)))
     }
 
     #[tool(
@@ -393,15 +331,15 @@ impl Basket {
     )]
     async fn add_item(
         &self,
-        ctx: RequestContext<RoleServer>,
+        caller: Caller,
         Parameters(args): Parameters<AddItem>,
     ) -> Result<Json<BasketView>, ToolError> {
         let sku = validate_sku(&args.sku)?;
         let quantity = validate_quantity(args.quantity)?;
         let request = request(args.request_id, || format!("add {sku} {quantity}"))?;
         let id = self.basket_id(&args.basket_id)?;
-        let (handle, contents) = self
-            .modify(&owner(&ctx), id, request, |contents| {
+        let basket = self
+            .modify(&caller, id, request, |contents| {
                 if !contents.items.contains_key(sku) && contents.items.len() >= MAX_LINES {
                     return Err(ToolError::Invalid(format!(
                         "The basket already holds {MAX_LINES} different SKUs, the most allowed. \
@@ -420,7 +358,7 @@ impl Basket {
                 Ok(())
             })
             .await?;
-        Ok(Json(self.view(&handle, &contents)))
+        Ok(Json(self.view(&basket)))
     }
 
     #[tool(
@@ -438,14 +376,14 @@ impl Basket {
     )]
     async fn remove_item(
         &self,
-        ctx: RequestContext<RoleServer>,
+        caller: Caller,
         Parameters(args): Parameters<RemoveItem>,
     ) -> Result<Json<BasketView>, ToolError> {
         let sku = validate_sku(&args.sku)?;
         let request = request(args.request_id, || format!("remove {sku}"))?;
         let id = self.basket_id(&args.basket_id)?;
-        let (handle, contents) = self
-            .modify(&owner(&ctx), id, request, |contents| {
+        let basket = self
+            .modify(&caller, id, request, |contents| {
                 contents.items.remove(sku).map(drop).ok_or_else(|| {
                     ToolError::Invalid(format!(
                         "{sku} is not in this basket; call view_basket to see its lines."
@@ -453,7 +391,7 @@ impl Basket {
                 })
             })
             .await?;
-        Ok(Json(self.view(&handle, &contents)))
+        Ok(Json(self.view(&basket)))
     }
 
     #[tool(
@@ -465,17 +403,16 @@ impl Basket {
     )]
     async fn view_basket(
         &self,
-        ctx: RequestContext<RoleServer>,
+        caller: Caller,
         Parameters(args): Parameters<BasketRef>,
     ) -> Result<Json<BasketView>, ToolError> {
         let id = self.basket_id(&args.basket_id)?;
-        let handle = self
-            .handles
-            .touch(&owner(&ctx), id, self.ttl)
+        let basket = self
+            .baskets
+            .touch(&caller, id)
             .await
             .map_err(|e| self.explain(e))?;
-        let contents = Contents::of(&handle, self.ttl)?;
-        Ok(Json(self.view(&handle, &contents)))
+        Ok(Json(self.view(&basket)))
     }
 
     #[tool(
@@ -492,6 +429,7 @@ impl Basket {
     )]
     async fn place_order(
         &self,
+        caller: Caller,
         ctx: RequestContext<RoleServer>,
         Parameters(args): Parameters<BasketRef>,
     ) -> Result<Json<CheckoutSummary>, ToolError> {
@@ -510,7 +448,7 @@ impl Basket {
             }
             tokio::time::sleep(ORDER_STEP).await;
         }
-        self.checkout(ctx, Parameters(args)).await
+        self.checkout(caller, Parameters(args)).await
     }
 
     #[tool(
@@ -526,39 +464,29 @@ impl Basket {
     )]
     async fn checkout(
         &self,
-        ctx: RequestContext<RoleServer>,
+        caller: Caller,
         Parameters(args): Parameters<BasketRef>,
     ) -> Result<Json<CheckoutSummary>, ToolError> {
         let id = self.basket_id(&args.basket_id)?;
-        let owner = owner(&ctx);
-        for attempt in 0..MAX_ATTEMPTS {
-            let handle = self
-                .handles
-                .get(&owner, id)
-                .await
-                .map_err(|e| self.explain(e))?;
-            let contents = Contents::of(&handle, self.ttl)?;
-            if contents.items.is_empty() {
-                return Err(ToolError::Invalid(
-                    "The basket is empty; add items with add_item before checking out.".into(),
-                ));
-            }
-            // Deleting at the version read makes the summary exactly what was checked out.
-            match self.handles.delete(&owner, id, Some(handle.version)).await {
-                Ok(()) => {
-                    self.published(id).await;
-                    return Ok(Json(CheckoutSummary {
-                        basket_id: id.to_string(),
-                        status: "checked_out".into(),
-                        items: contents.lines(),
-                        total_quantity: contents.total(),
-                    }));
+        // Deleted at the version read: the summary is exactly what was checked out.
+        let basket = self
+            .baskets
+            .take(&caller, id, |contents| {
+                if contents.items.is_empty() {
+                    return Err(Failure::Refused(ToolError::Invalid(
+                        "The basket is empty; add items with add_item before checking out.".into(),
+                    )));
                 }
-                Err(HandleError::Conflict { .. }) => backoff(attempt).await,
-                Err(e) => return Err(self.explain_write(e, Unconfirmed::Checkout)),
-            }
-        }
-        Err(ToolError::Busy)
+                Ok(())
+            })
+            .await
+            .map_err(|failure| self.explain_failure(failure, Unconfirmed::Checkout))?;
+        Ok(Json(CheckoutSummary {
+            basket_id: id.to_string(),
+            status: "checked_out".into(),
+            items: basket.value.lines(),
+            total_quantity: basket.value.total(),
+        }))
     }
 }
 
@@ -568,113 +496,56 @@ const INSTRUCTIONS: &str = "A shopping basket kept between calls. Call create_ba
     can also be read as the resource basket://{basket_id}. Baskets belong to the caller and \
     expire after a period of inactivity; when a basket_id stops working, create a new basket.";
 
-/// Tools, and each basket as a resource (`resource.rs`) that `subscriptions/listen` can watch
-/// (`resources.subscribe`, `tools.listChanged`; the library serves listen).
+/// The tools; the library serves each basket as a resource (`resource.rs`) and announces what
+/// `subscriptions/listen` needs (`tools.listChanged`, `resources.subscribe`).
 #[tool_handler(router = self.tool_router)]
 impl rmcp::ServerHandler for Basket {
     fn get_info(&self) -> ServerConfig {
-        // Listeners may watch a basket (`resourceSubscriptions`) and the tool list: a
-        // deployment that changes the tools tells listeners on instances of the previous one.
-        let capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_tool_list_changed()
-            .enable_resources()
-            .enable_resources_subscribe()
-            .build();
-        ServerConfig::new(capabilities)
-            .with_server_info(Implementation::new(
-                "mcp-lambda-basket",
-                env!("CARGO_PKG_VERSION"),
-            ))
-            .with_instructions(INSTRUCTIONS)
-    }
-
-    /// Empty: baskets are per caller and not enumerated (see the template's description).
-    async fn list_resources(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(Vec::new()))
-    }
-
-    async fn list_resource_templates(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(vec![
-            resource::template(self),
-        ]))
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        resource::read(self, &owner(&ctx), &request.uri)
-            .await
-            .map(Into::into)
+        ServerConfig::new(
+            rmcp::model::ServerCapabilities::builder()
+                .enable_tools()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "mcp-lambda-basket",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(INSTRUCTIONS)
     }
 }
 
 impl Basket {
-    /// Reads, changes and writes back a basket, retrying on concurrent changes. With a
-    /// `request`, a change the basket remembers is not applied again: the basket is returned
-    /// as it is.
+    /// Changes a basket, with the typed handles' read-modify-write. With a `request`, a change
+    /// the basket remembers is not applied again: the basket is returned as it is.
     async fn modify(
         &self,
-        owner: &str,
+        caller: &Caller,
         id: HandleId,
-        request: Option<Applied>,
-        change: impl Fn(&mut Contents) -> Result<(), ToolError>,
-    ) -> Result<(Handle, Contents), ToolError> {
+        request: Option<RequestKey>,
+        mut change: impl FnMut(&mut Contents) -> Result<(), ToolError> + Send,
+    ) -> Result<Stored<Contents>, ToolError> {
         let unconfirmed = Unconfirmed::Change {
             request_id: request.is_some(),
         };
-        for attempt in 0..MAX_ATTEMPTS {
-            let handle = self
-                .handles
-                .get(owner, id)
-                .await
-                .map_err(|e| self.explain(e))?;
-            let mut contents = Contents::of(&handle, self.ttl)?;
-            if let Some(request) = &request {
-                if contents.already_applied(request)? {
-                    return Ok((handle, contents));
-                }
-                change(&mut contents)?;
-                contents.remember(request.clone());
-            } else {
-                change(&mut contents)?;
-            }
-            let data = contents.to_value();
-            match self
-                .handles
-                .update(owner, id, handle.version, data, self.ttl)
-                .await
-            {
-                Ok(handle) => {
-                    self.published(id).await;
-                    return Ok((handle, contents));
-                }
-                Err(HandleError::Conflict { .. }) => backoff(attempt).await,
-                Err(e) => return Err(self.explain_write(e, unconfirmed)),
-            }
-        }
-        tracing::warn!(attempts = MAX_ATTEMPTS, "basket update kept conflicting");
-        Err(ToolError::Busy)
+        self.baskets
+            .try_modify(caller, id, request, |contents| {
+                change(contents).map_err(Failure::Refused)
+            })
+            .await
+            .map_err(|failure| self.explain_failure(failure, unconfirmed))
     }
 
-    /// After a basket's handle was written: its listeners hear of it. On DynamoDB the handle's
-    /// new version is the signal and this costs nothing; in memory it wakes the listeners.
-    async fn published(&self, id: HandleId) {
-        if let Some(changes) = &self.changes
-            && let Err(error) = changes.handle_updated(id).await
-        {
-            // The change itself landed; a listener still sees it at its next poll.
-            tracing::warn!(%error, "could not publish a basket change");
+    /// A read-modify-write's failure as the caller should see it.
+    fn explain_failure(&self, failure: Failure, what: Unconfirmed) -> ToolError {
+        match failure {
+            Failure::Refused(error) => error,
+            Failure::Store(HandleError::RequestKeyReused { key, change }) => {
+                ToolError::Invalid(format!(
+                    "request_id {key} was already used on this basket for another change \
+                     ({change}). Use a new request_id for each change."
+                ))
+            }
+            Failure::Store(error) => self.explain_write(error, what),
         }
     }
 
@@ -713,43 +584,20 @@ impl Basket {
         }
     }
 
-    /// `owner`'s basket `id` as `view_basket` shows it, without using it: a store `get`, so
-    /// the expiry stays where it is (a resource read is not a use).
-    async fn peek(&self, owner: &str, id: HandleId) -> Result<BasketView, ToolError> {
-        let handle = self
-            .handles
-            .get(owner, id)
-            .await
-            .map_err(|e| self.explain(e))?;
-        let contents = Contents::of(&handle, self.ttl)?;
-        Ok(self.view(&handle, &contents))
-    }
-
-    fn view(&self, handle: &Handle, contents: &Contents) -> BasketView {
-        BasketView {
-            basket_id: handle.id.to_string(),
-            items: contents.lines(),
-            total_quantity: contents.total(),
-            expires_at: handle.expires_at_secs(),
-            expires_after_idle_secs: self.ttl.as_secs(),
-        }
+    fn view(&self, basket: &Stored<Contents>) -> BasketView {
+        view(basket, self.ttl)
     }
 }
 
-/// What a listener of `basket://{basket_id}` watches: the basket's handle, if it is the
-/// caller's (the library checks owner and expiry before acknowledging). Anything else is not
-/// a basket and is dropped.
-pub(crate) fn watch(uri: &str, caller: Option<&Principal>) -> Option<Watch> {
-    let id: HandleId = uri.strip_prefix("basket://")?.trim().parse().ok()?;
-    let owner = caller.map_or_else(|| ANONYMOUS_OWNER.to_owned(), Principal::owner_key);
-    Some(Watch::Handle { owner, id })
-}
-
-/// The request's principal as a handle owner; one shared owner when auth is off.
-fn owner(ctx: &RequestContext<RoleServer>) -> String {
-    mcp_lambda::Principal::from_request(ctx)
-        .map(|principal| principal.owner_key())
-        .unwrap_or_else(|| ANONYMOUS_OWNER.to_owned())
+/// A basket as `view_basket` (and a resource read) shows it.
+pub(crate) fn view(basket: &Stored<Contents>, ttl: Duration) -> BasketView {
+    BasketView {
+        basket_id: basket.id.to_string(),
+        items: basket.value.lines(),
+        total_quantity: basket.value.total(),
+        expires_at: basket.expires_at_secs(),
+        expires_after_idle_secs: ttl.as_secs(),
+    }
 }
 
 fn validate_sku(sku: &str) -> Result<&str, ToolError> {
@@ -771,24 +619,16 @@ fn validate_sku(sku: &str) -> Result<&str, ToolError> {
 fn request(
     request_id: Option<String>,
     describe: impl FnOnce() -> String,
-) -> Result<Option<Applied>, ToolError> {
+) -> Result<Option<RequestKey>, ToolError> {
     let Some(id) = request_id else {
         return Ok(None);
     };
-    let ok = (1..=MAX_REQUEST_ID_LEN).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if !ok {
-        return Err(ToolError::Invalid(format!(
+    RequestKey::new(id, describe()).map(Some).map_err(|_| {
+        ToolError::Invalid(format!(
             "request_id must be 1 to {MAX_REQUEST_ID_LEN} characters of letters, digits, '_' \
              and '-' (a UUID works), or left out."
-        )));
-    }
-    Ok(Some(Applied {
-        id,
-        change: describe(),
-    }))
+        ))
+    })
 }
 
 fn validate_quantity(quantity: i64) -> Result<u32, ToolError> {
@@ -800,19 +640,6 @@ fn validate_quantity(quantity: i64) -> Result<u32, ToolError> {
                 "quantity must be a whole number from 1 to {MAX_QUANTITY}, got {quantity}."
             ))
         })
-}
-
-/// Waits before retry `attempt` (0-based): full jitter over an exponential window, 2 ms doubling
-/// up to 256 ms, so concurrent writers spread out instead of colliding again.
-async fn backoff(attempt: u32) {
-    use ring::rand::{SecureRandom, SystemRandom};
-    let window_ms = 2u64 << attempt.min(7);
-    let mut random = [0u8; 2];
-    let jitter = match SystemRandom::new().fill(&mut random) {
-        Ok(()) => u64::from(u16::from_le_bytes(random)) % window_ms,
-        Err(_) => window_ms / 2,
-    };
-    tokio::time::sleep(Duration::from_millis(jitter + 1)).await;
 }
 
 /// `24 h`, `90 min`, `45 s`: the TTL as tool descriptions and messages show it.
@@ -858,13 +685,21 @@ mod tests {
 
     #[test]
     fn descriptions_state_the_configured_expiry() {
-        let basket = Basket::new(mcp_lambda::handles::memory(), Duration::from_secs(2));
+        let basket = Basket::new(Handles::new(
+            mcp_lambda::handles::memory(),
+            KIND,
+            Duration::from_secs(2),
+        ));
         let tools = basket.tool_router.list_all();
         let create = tools.iter().find(|t| t.name == "create_basket").unwrap();
         let text = create.description.as_deref().unwrap();
         assert!(text.contains("expires after 2 s of inactivity"), "{text}");
 
-        let basket = Basket::new(mcp_lambda::handles::memory(), Duration::from_secs(86_400));
+        let basket = Basket::new(Handles::new(
+            mcp_lambda::handles::memory(),
+            KIND,
+            Duration::from_secs(86_400),
+        ));
         let tools = basket.tool_router.list_all();
         let create = tools.iter().find(|t| t.name == "create_basket").unwrap();
         let text = create.description.as_deref().unwrap();
@@ -874,7 +709,11 @@ mod tests {
 
     #[test]
     fn a_store_outage_asks_the_caller_to_try_again_and_changes_nothing() {
-        let basket = Basket::new(mcp_lambda::handles::memory(), Duration::from_secs(60));
+        let basket = Basket::new(Handles::new(
+            mcp_lambda::handles::memory(),
+            KIND,
+            Duration::from_secs(60),
+        ));
         let error = basket.explain(HandleError::Unavailable("connection refused".into()));
         let text = error.message();
         assert!(text.contains("try the same call again"), "{text}");
@@ -890,7 +729,11 @@ mod tests {
 
     #[test]
     fn an_unconfirmed_change_says_it_may_have_been_applied_and_how_to_find_out() {
-        let basket = Basket::new(mcp_lambda::handles::memory(), Duration::from_secs(60));
+        let basket = Basket::new(Handles::new(
+            mcp_lambda::handles::memory(),
+            KIND,
+            Duration::from_secs(60),
+        ));
         let lost = || HandleError::Indeterminate("read timeout".into());
         for what in [
             Unconfirmed::Change { request_id: true },
@@ -917,39 +760,9 @@ mod tests {
     }
 
     #[test]
-    fn a_basket_remembers_its_latest_request_ids() {
-        let mut contents = Contents::default();
-        let add = |id: &str| Applied {
-            id: id.into(),
-            change: "add TEA 1".into(),
-        };
-        assert!(!contents.already_applied(&add("a")).unwrap());
-        contents.remember(add("a"));
-        assert!(contents.already_applied(&add("a")).unwrap());
-        let other = Applied {
-            id: "a".into(),
-            change: "remove TEA".into(),
-        };
-        assert!(matches!(
-            contents.already_applied(&other),
-            Err(ToolError::Invalid(_))
-        ));
-        for n in 0..MAX_REQUEST_IDS {
-            contents.remember(add(&n.to_string()));
-        }
-        assert_eq!(contents.applied.len(), MAX_REQUEST_IDS);
-        assert!(!contents.already_applied(&add("a")).unwrap(), "forgotten");
-        let stored: Contents = serde_json::from_value(contents.to_value()).unwrap();
-        assert_eq!(stored.applied, contents.applied);
-        // A basket stored before request_ids existed still reads.
-        let old: Contents = serde_json::from_value(serde_json::json!({ "items": {} })).unwrap();
-        assert!(old.applied.is_empty());
-    }
-
-    #[test]
     fn unknown_and_expired_read_the_same() {
         let ttl = Duration::from_secs(60);
-        let basket = Basket::new(mcp_lambda::handles::memory(), ttl);
+        let basket = Basket::new(Handles::new(mcp_lambda::handles::memory(), KIND, ttl));
         let malformed = basket.basket_id("nope").unwrap_err().message();
         let missing = basket.explain(HandleError::NotFound).message();
         assert_eq!(malformed, missing);
