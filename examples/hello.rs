@@ -1,3 +1,5 @@
+//! The smallest complete server: one tool, `hello`, that greets `name`.
+//!
 //! Run with: `cargo run --example hello`, then call its tool:
 //!
 //! ```sh
@@ -6,20 +8,21 @@
 //!   -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hello","arguments":{"name":"Ada"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
 //! ```
 //!
-//! The smallest complete server: one tool, `hello`, that greets `name`.
+//! It uses only what a server's own crate has: `mcp-lambda` (and the rmcp it re-exports),
+//! `tokio`, `serde`.
 
-use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
-use rmcp::{tool, tool_handler, tool_router};
-
-#[derive(Clone)]
-struct Hello {
-    tool_router: ToolRouter<Self>, // built once, in main
-}
+use mcp_lambda::rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
+use mcp_lambda::rmcp::{self, ServerHandler, schemars, tool, tool_handler, tool_router};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct HelloArgs {
     /// Who to greet.
     name: String,
+}
+
+#[derive(Clone)]
+struct Hello {
+    tool_router: ToolRouter<Self>, // built once, in main
 }
 
 #[tool_router]
@@ -31,18 +34,13 @@ impl Hello {
 }
 
 #[tool_handler(router = self.tool_router, name = "hello")]
-impl rmcp::ServerHandler for Hello {}
+impl ServerHandler for Hello {}
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let config = mcp_lambda::Config::load().await?;
-    mcp_lambda::init_tracing(&config);
+async fn main() -> Result<(), mcp_lambda::Error> {
+    let config = mcp_lambda::Config::load().await?; // every MCP_* variable, read once
     let hello = Hello {
         tool_router: Hello::tool_router(),
     };
-    mcp_lambda::App::new(config)
-        .server(move || hello.clone())
-        .run()
-        .await?;
-    Ok(())
+    mcp_lambda::App::new(config).server(hello).run().await
 }

@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use rmcp::{
+use mcp_lambda::rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -29,14 +29,9 @@ use rmcp::{
 use serde_json::json;
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let config = mcp_lambda::Config::from_env()?;
-    mcp_lambda::init_tracing(&config);
-    mcp_lambda::App::new(config)
-        .server(|| Counter)
-        .run()
-        .await?;
-    Ok(())
+async fn main() -> Result<(), mcp_lambda::Error> {
+    let config = mcp_lambda::Config::load().await?;
+    mcp_lambda::App::new(config).server(Counter).run().await
 }
 
 /// The server: one `count` tool.

@@ -79,6 +79,10 @@ f=$(grep -Eo '[0-9]+ (failed|error)' "$LOGS/pytest.log" | awk '{s+=$1} END {prin
 [ "${p:-0}" -gt 0 ] || f=$((f + 1))
 count python-client "${p:-0}" "$f"
 
+# --- The README's quick start as a user builds it: a new crate outside the repository, called
+#     by the Python client
+suite quickstart scripts/quickstart-tests.sh
+
 # --- The Node clients: TS SDK v2 client 2.4.0 and inspector 2.12.0 --cli, 0 warnings each
 suite node-clients scripts/node-clients.sh
 

@@ -14,7 +14,10 @@
 //!
 //! One tool, served locally on `http://127.0.0.1:3000/mcp` — or on Lambda,
 //! with the same binary, when the Lambda runtime starts it
-//! (`examples/hello.rs`):
+//! (`examples/hello.rs`). A server's crate needs no `rmcp` dependency of its
+//! own: write handlers with the rmcp this crate re-exports, and import
+//! `rmcp` itself too (`use mcp_lambda::rmcp::{self, …}`), since rmcp's macros
+//! expand to `rmcp::…` paths.
 //!
 //! ```no_run
 //! use mcp_lambda::rmcp::{
@@ -42,22 +45,68 @@
 //!     }
 //! }
 //!
-//! #[tool_handler(name = "hello")]
+//! #[tool_handler(router = self.tool_router, name = "hello")]
 //! impl ServerHandler for Hello {}
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), mcp_lambda::Error> {
 //!     let config = mcp_lambda::Config::load().await?; // every MCP_* variable, read once
-//!     mcp_lambda::init_tracing(&config);
 //!     let hello = Hello { tool_router: Hello::tool_router() };
-//!     mcp_lambda::App::new(config).server(move || hello.clone()).run().await
+//!     mcp_lambda::App::new(config).server(hello).run().await
+//! }
+//! ```
+//!
+//! # Example: state kept between calls, as a resource you can listen to
+//!
+//! [`App::open`] opens the handle store and the change feed the
+//! configuration names; [`App::handles`] gives typed, caller-bound state
+//! ([`handles::Handles`]); a tool learns who calls from a [`Caller`]
+//! argument; [`handler::HandleResource`] serves each handle as a resource its
+//! owner reads and listens to. `examples/notes.rs` is the whole server.
+//!
+//! ```no_run
+//! use mcp_lambda::rmcp::{self, ServerHandler, handler::server::router::tool::ToolRouter};
+//! use mcp_lambda::rmcp::{tool, tool_handler, tool_router};
+//! use mcp_lambda::{App, Caller, Config, handler::HandleResource, handles::{HandleError, Handles}};
+//!
+//! #[derive(serde::Serialize, serde::Deserialize)]
+//! struct Counter {
+//!     n: u64,
+//! }
+//!
+//! #[derive(Clone)]
+//! struct Counters {
+//!     counters: Handles<Counter>,
+//!     tool_router: ToolRouter<Self>,
+//! }
+//!
+//! #[tool_router]
+//! impl Counters {
+//!     #[tool(description = "Start a counter; returns its id. Read it as counter://{id}.")]
+//!     async fn start(&self, caller: Caller) -> Result<String, HandleError> {
+//!         Ok(self.counters.create(&caller, Counter { n: 0 }).await?.id.to_string())
+//!     }
+//! }
+//!
+//! #[tool_handler(router = self.tool_router)]
+//! impl ServerHandler for Counters {}
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), mcp_lambda::Error> {
+//!     let app = App::open(Config::load().await?).await?;
+//!     let counters = app.handles("counter");
+//!     app.resource(HandleResource::new("counter://{id}", &counters))
+//!         .server(Counters { counters, tool_router: Counters::tool_router() })
+//!         .run()
+//!         .await
 //! }
 //! ```
 //!
 //! # Example: call the service in-process
 //!
 //! [`Server::service`] is a `tower::Service`: tests send it requests without a
-//! socket, exactly as the local server and the Lambda adapter do.
+//! socket, exactly as the local server and the Lambda adapter do. With the
+//! `test-util` feature, `testing::TestClient` does it for you, speaking MCP.
 //!
 //! ```
 //! use tower::ServiceExt as _;
@@ -66,7 +115,7 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
 //! let service = mcp_lambda::App::new(mcp_lambda::Config::local_default())
-//!     .server(|| Hello)
+//!     .server(Hello)
 //!     .service();
 //! let request = http::Request::get("/healthz")
 //!     .body(http_body_util::Empty::<bytes::Bytes>::new())
@@ -82,6 +131,7 @@
 //! |---|---|---|
 //! | `dynamodb` | yes | `handles::DynamoDbHandleStore` and `MCP_HANDLES_TABLE` (the AWS SDK for DynamoDB) |
 //! | `aws-secrets` | yes | request-state keys from SSM Parameter Store or Secrets Manager ([`Config::load`]) |
+//! | `test-util` | no | `testing::TestClient`: an MCP client that calls your server in process, for your tests |
 //!
 //! `default-features = false` keeps the in-memory handle store, auth and
 //! everything else, without the AWS SDK. A variable that needs a missing feature

@@ -57,7 +57,10 @@ use crate::{
 
 /// Which tools may run as tasks, per tool name (the handler's choice).
 #[derive(Clone)]
-pub(crate) struct TaskPolicies(pub(crate) Arc<dyn Fn(&str, &Caller) -> TaskPolicy + Send + Sync>);
+pub(crate) struct TaskPolicies(pub(crate) Arc<PolicyFn>);
+
+/// A tool's [`TaskPolicy`] for the caller asking.
+type PolicyFn = dyn Fn(&str, &Caller) -> TaskPolicy + Send + Sync;
 
 impl std::fmt::Debug for TaskPolicies {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The README's "Your own server", built as a user builds it: a new crate in a temporary folder
+# outside the repository, `mcp-lambda` by path, no `rmcp` dependency, its Cargo.toml and
+# src/main.rs taken from the README's marked code blocks. It must build without a warning, pass
+# its own test (the in-process TestClient), run, and answer a real client (Python mcp 2.3.0).
+# examples/notes.rs must be the same program, so the example and the page cannot drift apart.
+#
+# Ends with "quickstart: N passed, M failed". Caches: CARGO_TARGET_DIR, MCP_WORK (the venv).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+REPO=$(pwd)
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
+export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
+CRATE=$(mktemp -d /tmp/mcp-quickstart.XXXXXX)
+SERVER_PID=
+cleanup() {
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  rm -rf "$CRATE"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+ok() { echo "ok: $1"; passed=$((passed + 1)); }
+fail() { echo "FAILED: $1"; failed=$((failed + 1)); }
+finish() { echo "quickstart: $passed passed, $failed failed"; [ "$failed" -eq 0 ]; exit; }
+
+# The code block after `<!-- quickstart: NAME -->` in the README.
+block() {
+  awk -v want="<!-- quickstart: $1 -->" '
+    $0 == want { armed = 1; next }
+    armed && /^```/ && !inside { inside = 1; next }
+    inside && /^```/ { exit }
+    inside { print }
+  ' README.md
+}
+
+manifest=$(block "Cargo.toml")
+main=$(block "src/main.rs")
+tests=$(block "src/main.rs (tests)")
+if [ -z "$manifest" ] || [ -z "$main" ] || [ -z "$tests" ]; then
+  fail "the README has its three quickstart blocks"; finish
+fi
+ok "the README has its three quickstart blocks"
+
+if diff <(printf '%s\n\n%s\n' "$main" "$tests") examples/notes.rs >"$CRATE.diff"; then
+  ok "examples/notes.rs is the README's quick start"
+else
+  cat "$CRATE.diff"; fail "examples/notes.rs is the README's quick start"
+fi
+rm -f "$CRATE.diff"
+if grep -Eq '^rmcp|^anyhow' <<<"$manifest"; then fail "the quick start needs no rmcp or anyhow"; else ok "the quick start needs no rmcp or anyhow"; fi
+
+mkdir -p "$CRATE/src"
+{
+  printf '[package]\nname = "notes-quickstart"\nversion = "0.1.0"\nedition = "2024"\n\n'
+  # The published requirement, pointed at this checkout.
+  sed "s|^mcp-lambda = \"0.1\"|mcp-lambda = { path = \"$REPO\" }|; s|^mcp-lambda = { version = \"0.1\", |mcp-lambda = { path = \"$REPO\", |" <<<"$manifest"
+  printf '\n[workspace]\n'
+} >"$CRATE/Cargo.toml"
+printf '%s\n\n%s\n' "$main" "$tests" >"$CRATE/src/main.rs"
+# The repository's lock: the same dependency versions, so the shared target dir is reused.
+cp Cargo.lock "$CRATE/Cargo.lock"
+
+if (cd "$CRATE" && cargo test 2>&1) >"$CRATE.test.log"; then
+  ok "the quick start builds and its test passes"
+else
+  tail -n 60 "$CRATE.test.log"; fail "the quick start builds and its test passes"
+fi
+if grep -E '^warning' "$CRATE.test.log"; then fail "the quick start builds without a warning"; else ok "the quick start builds without a warning"; fi
+grep -E '^test result' "$CRATE.test.log"
+rm -f "$CRATE.test.log"
+
+if ! (cd "$CRATE" && cargo build 2>&1 | tail -n 5); then fail "the quick start binary builds"; finish; fi
+BIN="$CARGO_TARGET_DIR/debug/notes-quickstart"
+
+VENV="$MCP_WORK/venv-clients"
+if ! "$VENV/bin/python" -c 'import mcp, importlib.metadata as m; assert m.version("mcp") == "2.3.0"' 2>/dev/null; then
+  python3 -m venv "$VENV" && "$VENV/bin/pip" install -q 'mcp==2.3.0' 'pytest==8.3.4'
+fi
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+MCP_BIND="127.0.0.1:$PORT" MCP_LISTEN_MAX_SECS=3 MCP_LOG=warn "$BIN" &
+SERVER_PID=$!
+for _ in $(seq 200); do
+  curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break
+  sleep 0.05
+done
+if "$VENV/bin/python" scripts/quickstart_client.py "http://127.0.0.1:$PORT/mcp"; then
+  ok "the quick start answers a real client (Python mcp 2.3.0): tools, template, listen, read"
+else
+  fail "the quick start answers a real client (Python mcp 2.3.0): tools, template, listen, read"
+fi
+finish
