@@ -20,7 +20,11 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_lambda::handles::{self, HandleError, HandleId, HandleStore, MAX_DATA_BYTES};
+use mcp_lambda::handles::{
+    self, HandleError, HandleId, HandleStore, Handles, MAX_DATA_BYTES, MAX_REQUEST_KEYS,
+    RequestKey,
+};
+use mcp_lambda::{Caller, Principal};
 use serde_json::json;
 
 const HOUR: Duration = Duration::from_secs(3600);
@@ -50,6 +54,10 @@ macro_rules! contract_tests {
                 oversized_data_is_invalid_and_stores_nothing,
                 zero_ttl_and_empty_owner_are_invalid,
                 fifty_concurrent_increments_with_retry_lose_nothing,
+                typed_modify_under_contention_loses_nothing,
+                typed_request_key_applies_once_and_refuses_reuse,
+                typed_take_removes_exactly_what_it_read_and_checks_first,
+                typed_handles_are_bound_to_the_caller_and_their_kind,
             );
         }
     };
@@ -500,4 +508,155 @@ async fn fifty_concurrent_increments_with_retry_lose_nothing(store: Arc<dyn Hand
         "50 concurrent increments: {} conflicts retried",
         conflicts.load(std::sync::atomic::Ordering::Relaxed)
     );
+}
+
+// --- The typed layer over each backend ------------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Tally {
+    n: u64,
+    log: Vec<String>,
+}
+
+/// A caller of its own per test run (an authenticated principal, so owners never collide).
+fn caller(name: &str) -> Caller {
+    Caller::from(Principal {
+        issuer: "https://issuer.test".into(),
+        subject: owner(name),
+        scopes: vec![],
+        client_id: None,
+    })
+}
+
+fn tallies(store: Arc<dyn HandleStore>) -> Handles<Tally> {
+    Handles::new(store, "tally", HOUR)
+}
+
+async fn typed_modify_under_contention_loses_nothing(store: Arc<dyn HandleStore>) {
+    let tallies = tallies(store);
+    let alice = caller("alice");
+    let t = tallies
+        .create(&alice, Tally { n: 0, log: vec![] })
+        .await
+        .unwrap();
+    let writers: Vec<_> = (0..12)
+        .map(|i| {
+            let (tallies, alice) = (tallies.clone(), alice.clone());
+            tokio::spawn(async move {
+                tallies
+                    .modify(&alice, t.id, |tally| {
+                        tally.n += 1;
+                        tally.log.push(i.to_string());
+                    })
+                    .await
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap().expect("every writer lands within its retries");
+    }
+    let done = tallies.read(&alice, t.id).await.unwrap();
+    assert_eq!(done.value.n, 12, "every change landed exactly once");
+    assert_eq!(done.value.log.len(), 12);
+    assert_eq!(done.version, 13, "one version per write");
+}
+
+async fn typed_request_key_applies_once_and_refuses_reuse(store: Arc<dyn HandleStore>) {
+    let tallies = tallies(store);
+    let alice = caller("alice");
+    let t = tallies
+        .create(&alice, Tally { n: 0, log: vec![] })
+        .await
+        .unwrap();
+    let add = |tally: &mut Tally| {
+        tally.n += 1;
+        Ok::<_, HandleError>(())
+    };
+    let key = RequestKey::new("req-1", "add 1").unwrap();
+    let first = tallies
+        .try_modify(&alice, t.id, Some(key.clone()), add)
+        .await
+        .unwrap();
+    let again = tallies
+        .try_modify(&alice, t.id, Some(key), add)
+        .await
+        .unwrap();
+    assert_eq!((first.value.n, first.version), (1, 2));
+    assert_eq!((again.value.n, again.version), (1, 2), "a replay writes nothing");
+    let reused = RequestKey::new("req-1", "add 5").unwrap();
+    assert_eq!(
+        tallies.try_modify(&alice, t.id, Some(reused), add).await,
+        Err(HandleError::RequestKeyReused {
+            key: "req-1".into(),
+            change: "add 1".into()
+        })
+    );
+    // Only the latest keys are remembered: the first is forgotten after MAX_REQUEST_KEYS more.
+    for n in 0..MAX_REQUEST_KEYS {
+        let key = RequestKey::new(format!("k{n}"), "add 1").unwrap();
+        tallies.try_modify(&alice, t.id, Some(key), add).await.unwrap();
+    }
+    let key = RequestKey::new("req-1", "add 1").unwrap();
+    let forgotten = tallies
+        .try_modify(&alice, t.id, Some(key), add)
+        .await
+        .unwrap();
+    assert_eq!(forgotten.value.n, 2 + MAX_REQUEST_KEYS as u64);
+}
+
+async fn typed_take_removes_exactly_what_it_read_and_checks_first(store: Arc<dyn HandleStore>) {
+    let tallies = tallies(store);
+    let alice = caller("alice");
+    let t = tallies
+        .create(&alice, Tally { n: 0, log: vec![] })
+        .await
+        .unwrap();
+    let refused = tallies
+        .take(&alice, t.id, |tally| {
+            if tally.n == 0 {
+                Err(HandleError::Invalid("empty".into()))
+            } else {
+                Ok(())
+            }
+        })
+        .await;
+    assert_eq!(refused, Err(HandleError::Invalid("empty".into())));
+    assert!(tallies.read(&alice, t.id).await.is_ok(), "a refused take removes nothing");
+    tallies.modify(&alice, t.id, |tally| tally.n = 7).await.unwrap();
+    let taken = tallies
+        .take(&alice, t.id, |_| Ok::<_, HandleError>(()))
+        .await
+        .unwrap();
+    assert_eq!(taken.value.n, 7);
+    assert_eq!(tallies.read(&alice, t.id).await, Err(HandleError::NotFound));
+    assert_eq!(
+        tallies.take(&alice, t.id, |_| Ok::<_, HandleError>(())).await,
+        Err(HandleError::NotFound)
+    );
+}
+
+async fn typed_handles_are_bound_to_the_caller_and_their_kind(store: Arc<dyn HandleStore>) {
+    let tallies = tallies(store.clone());
+    let alice = caller("alice");
+    let mallory = caller("mallory");
+    let t = tallies
+        .create(&alice, Tally { n: 1, log: vec![] })
+        .await
+        .unwrap();
+    let missing = HandleId::random().unwrap();
+    for (who, id) in [(&mallory, t.id), (&alice, missing)] {
+        assert_eq!(tallies.read(who, id).await, Err(HandleError::NotFound));
+        assert_eq!(tallies.touch(who, id).await, Err(HandleError::NotFound));
+        assert_eq!(
+            tallies.modify(who, id, |tally| tally.n += 1).await,
+            Err(HandleError::NotFound)
+        );
+        assert_eq!(tallies.delete(who, id).await, Err(HandleError::NotFound));
+    }
+    let others: Handles<Tally> = Handles::new(store, "other-kind", HOUR);
+    assert_eq!(others.read(&alice, t.id).await, Err(HandleError::NotFound));
+    let still = tallies.read(&alice, t.id).await.unwrap();
+    assert_eq!((still.value.n, still.version), (1, 1), "nobody else changed it");
+    tallies.delete(&alice, t.id).await.unwrap();
+    assert_eq!(tallies.read(&alice, t.id).await, Err(HandleError::NotFound));
 }
