@@ -53,13 +53,12 @@ fn bare_rmcp(tools: BenchTools) -> StreamableHttpService<BenchTools, LocalSessio
     )
 }
 
-/// One request as a client sends it; `headers` are added or, when the value is `None`, removed.
+/// One request as a client sends it (the library's own builder, `testing::request`), with
+/// headers replaced or, when the value is `None`, removed, or another body.
 #[derive(Clone)]
 struct Shape {
-    method: &'static str,
-    name: Option<&'static str>,
+    headers: http::HeaderMap,
     body: Bytes,
-    headers: Vec<(&'static str, Option<String>)>,
 }
 
 impl Shape {
@@ -69,23 +68,22 @@ impl Shape {
             "io.modelcontextprotocol/clientCapabilities": {},
             "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"}
         });
-        let name = params["name"].as_str().map(|n| -> &'static str {
-            match n {
-                "echo" => "echo",
-                other => panic!("no static name for {other}"),
-            }
-        });
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let (parts, body) = mcp_lambda::testing::request(json!(1), method, params).into_parts();
+        let body = futures::FutureExt::now_or_never(body.collect())
+            .expect("a full body is ready at once")
+            .unwrap_or_else(|never| match never {})
+            .to_bytes();
         Self {
-            method,
-            name,
-            body: Bytes::from(serde_json::to_vec(&body).unwrap()),
-            headers: Vec::new(),
+            headers: parts.headers,
+            body,
         }
     }
 
     fn with(mut self, header: &'static str, value: Option<&str>) -> Self {
-        self.headers.push((header, value.map(str::to_owned)));
+        match value {
+            Some(value) => self.headers.insert(header, value.parse().unwrap()),
+            None => self.headers.remove(header),
+        };
         self
     }
 
@@ -95,30 +93,11 @@ impl Shape {
     }
 
     fn request(&self) -> Request<Full<Bytes>> {
-        let mut headers = vec![
-            ("host", Some("127.0.0.1:3000".to_string())),
-            ("content-type", Some("application/json".to_string())),
-            (
-                "accept",
-                Some("application/json, text/event-stream".to_string()),
-            ),
-            ("mcp-protocol-version", Some("2026-07-28".to_string())),
-            ("mcp-method", Some(self.method.to_string())),
-        ];
-        if let Some(name) = self.name {
-            headers.push(("mcp-name", Some(name.to_string())));
-        }
-        for (k, v) in &self.headers {
-            headers.retain(|(h, _)| h != k);
-            headers.push((k, v.clone()));
-        }
-        let mut request = Request::post("http://127.0.0.1:3000/mcp");
-        for (k, v) in headers {
-            if let Some(v) = v {
-                request = request.header(k, v);
-            }
-        }
-        request.body(Full::new(self.body.clone())).unwrap()
+        let mut request = Request::post("http://127.0.0.1:3000/mcp")
+            .body(Full::new(self.body.clone()))
+            .unwrap();
+        *request.headers_mut() = self.headers.clone();
+        request
     }
 }
 

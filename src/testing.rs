@@ -11,13 +11,54 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
+use http_body_util::Full;
 use rmcp::ServerHandler;
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
 
 use crate::app::Server;
 use crate::http::{McpService, in_process};
+
+/// The path and host a [`request`] is addressed to: the local server's defaults.
+const DEFAULT_PATH: &str = "/mcp";
+const DEFAULT_HOST: &str = "127.0.0.1:3000";
+
+/// A well-formed 2026-07-28 MCP request, as a client sends it: `POST /mcp` to
+/// `127.0.0.1:3000` (the local defaults) with `Content-Type`, `Accept`, `MCP-Protocol-Version`,
+/// `Mcp-Method`, `Mcp-Name` (from the params' `name` or `uri`) and, unless `params` carry their
+/// own, a `_meta` declaring no client capabilities. For tests that change part of it before
+/// sending it ([`TestClient::send`]) or send it over a socket.
+///
+/// ```
+/// let request = mcp_lambda::testing::request(
+///     serde_json::json!(7),
+///     "tools/call",
+///     serde_json::json!({"name": "hello", "arguments": {}}),
+/// );
+/// assert_eq!(request.headers()["mcp-name"], "hello");
+/// ```
+pub fn request(id: Value, method: &str, params: Value) -> http::Request<Full<Bytes>> {
+    build(DEFAULT_PATH, DEFAULT_HOST, id, method, params, json!({}))
+}
+
+fn build(
+    path: &str,
+    host: &str,
+    id: Value,
+    method: &str,
+    mut params: Value,
+    capabilities: Value,
+) -> http::Request<Full<Bytes>> {
+    if !params.is_object() {
+        params = json!({});
+    }
+    if params.get("_meta").is_none() {
+        params["_meta"] = in_process::meta(capabilities);
+    }
+    in_process::request(path, host, id, method, params).expect("a well-formed request")
+}
 
 /// An MCP client that calls a [`Server`] in process.
 ///
@@ -94,16 +135,7 @@ impl<H: ServerHandler> TestClient<H> {
     /// answer. A listen stream is read until it ends: use [`listen`](Self::listen) to read one
     /// message by message.
     pub async fn request(&self, method: &str, params: Value) -> TestResponse {
-        let mut stream = self.send(method, params).await;
-        let mut messages = Vec::new();
-        while let Some(message) = stream.next().await {
-            messages.push(message);
-        }
-        TestResponse {
-            status: stream.status,
-            headers: stream.headers,
-            messages,
-        }
+        self.open(method, params).await.read_all().await
     }
 
     /// `tools/call` of `name` with `arguments`.
@@ -128,21 +160,39 @@ impl<H: ServerHandler> TestClient<H> {
     /// `subscriptions/listen` with `filter` (e.g. `{"resourceSubscriptions": [uri]}`): the
     /// stream, read message by message as the server sends it.
     pub async fn listen(&self, filter: Value) -> TestStream {
-        self.send("subscriptions/listen", json!({ "notifications": filter }))
+        self.open("subscriptions/listen", json!({ "notifications": filter }))
             .await
     }
 
-    async fn send(&self, method: &str, mut params: Value) -> TestStream {
-        if !params.is_object() {
-            params = json!({});
-        }
-        params["_meta"] = in_process::meta(self.capabilities.clone());
+    /// The request [`request`](Self::request) would send, to change before sending it with
+    /// [`send`](Self::send).
+    pub fn build(&self, method: &str, params: Value) -> http::Request<Full<Bytes>> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let host = self.service.host_for_internal_requests();
-        let mut request =
-            in_process::request(self.service.path(), &host, json!(id), method, params)
-                .expect("a well-formed request");
-        if let Some(token) = &self.token {
+        build(
+            self.service.path(),
+            &host,
+            json!(id),
+            method,
+            params,
+            self.capabilities.clone(),
+        )
+    }
+
+    /// Sends `request` as it is (with the client's token, unless it carries an
+    /// `Authorization` of its own) and reads the whole answer.
+    pub async fn send(&self, request: http::Request<Full<Bytes>>) -> TestResponse {
+        self.stream(request).await.read_all().await
+    }
+
+    async fn open(&self, method: &str, params: Value) -> TestStream {
+        self.stream(self.build(method, params)).await
+    }
+
+    async fn stream(&self, mut request: http::Request<Full<Bytes>>) -> TestStream {
+        if let Some(token) = &self.token
+            && !request.headers().contains_key(header::AUTHORIZATION)
+        {
             let value = HeaderValue::from_str(&format!("Bearer {token}"))
                 .expect("a token is header-safe text");
             request.headers_mut().insert(header::AUTHORIZATION, value);
@@ -238,5 +288,18 @@ impl TestStream {
     /// The next message; `None` once the answer has ended.
     pub async fn next(&mut self) -> Option<Value> {
         self.messages.next().await
+    }
+
+    /// Every message to the end of the answer.
+    pub async fn read_all(mut self) -> TestResponse {
+        let mut messages = Vec::new();
+        while let Some(message) = self.next().await {
+            messages.push(message);
+        }
+        TestResponse {
+            status: self.status,
+            headers: self.headers,
+            messages,
+        }
     }
 }

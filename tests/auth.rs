@@ -578,3 +578,25 @@ async fn a_withdrawn_key_stops_working_even_for_tokens_already_verified() {
         a.text
     );
 }
+
+#[tokio::test]
+async fn the_test_client_sends_its_token_and_without_one_is_refused_like_any_client() {
+    use mcp_lambda::testing::TestClient;
+    let keys = [TestKey::rsa("rsa-1")];
+    let issuer = Issuer::start(&keys.iter().collect::<Vec<_>>()).await;
+    let server = mcp_lambda::App::new(config(&[
+        ("MCP_AUTH_ISSUER", issuer.url.as_str()),
+        ("MCP_AUTH_AUDIENCE", AUDIENCE),
+    ]))
+    .server(Fixture);
+    let anonymous = TestClient::new(&server)
+        .call_tool("echo_1", json!({}))
+        .await;
+    assert_eq!(anonymous.status, 401);
+    assert!(anonymous.header("www-authenticate").is_some());
+    let token = keys[0].sign(&issuer.claims(AUDIENCE, "alice", ""));
+    let alice = TestClient::new(&server).with_token(token);
+    let answer = alice.call_tool("echo_1", json!({})).await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.result()["content"][0]["text"], "echo_1");
+}

@@ -21,8 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_lambda::handles::{
-    self, HandleError, HandleId, HandleStore, Handles, MAX_DATA_BYTES, MAX_REQUEST_KEYS,
-    RequestKey,
+    self, HandleError, HandleId, HandleStore, Handles, MAX_DATA_BYTES, MAX_REQUEST_KEYS, RequestKey,
 };
 use mcp_lambda::{Caller, Principal};
 use serde_json::json;
@@ -553,7 +552,10 @@ async fn typed_modify_under_contention_loses_nothing(store: Arc<dyn HandleStore>
         })
         .collect();
     for writer in writers {
-        writer.await.unwrap().expect("every writer lands within its retries");
+        writer
+            .await
+            .unwrap()
+            .expect("every writer lands within its retries");
     }
     let done = tallies.read(&alice, t.id).await.unwrap();
     assert_eq!(done.value.n, 12, "every change landed exactly once");
@@ -582,7 +584,11 @@ async fn typed_request_key_applies_once_and_refuses_reuse(store: Arc<dyn HandleS
         .await
         .unwrap();
     assert_eq!((first.value.n, first.version), (1, 2));
-    assert_eq!((again.value.n, again.version), (1, 2), "a replay writes nothing");
+    assert_eq!(
+        (again.value.n, again.version),
+        (1, 2),
+        "a replay writes nothing"
+    );
     let reused = RequestKey::new("req-1", "add 5").unwrap();
     assert_eq!(
         tallies.try_modify(&alice, t.id, Some(reused), add).await,
@@ -594,7 +600,10 @@ async fn typed_request_key_applies_once_and_refuses_reuse(store: Arc<dyn HandleS
     // Only the latest keys are remembered: the first is forgotten after MAX_REQUEST_KEYS more.
     for n in 0..MAX_REQUEST_KEYS {
         let key = RequestKey::new(format!("k{n}"), "add 1").unwrap();
-        tallies.try_modify(&alice, t.id, Some(key), add).await.unwrap();
+        tallies
+            .try_modify(&alice, t.id, Some(key), add)
+            .await
+            .unwrap();
     }
     let key = RequestKey::new("req-1", "add 1").unwrap();
     let forgotten = tallies
@@ -621,8 +630,14 @@ async fn typed_take_removes_exactly_what_it_read_and_checks_first(store: Arc<dyn
         })
         .await;
     assert_eq!(refused, Err(HandleError::Invalid("empty".into())));
-    assert!(tallies.read(&alice, t.id).await.is_ok(), "a refused take removes nothing");
-    tallies.modify(&alice, t.id, |tally| tally.n = 7).await.unwrap();
+    assert!(
+        tallies.read(&alice, t.id).await.is_ok(),
+        "a refused take removes nothing"
+    );
+    tallies
+        .modify(&alice, t.id, |tally| tally.n = 7)
+        .await
+        .unwrap();
     let taken = tallies
         .take(&alice, t.id, |_| Ok::<_, HandleError>(()))
         .await
@@ -630,7 +645,9 @@ async fn typed_take_removes_exactly_what_it_read_and_checks_first(store: Arc<dyn
     assert_eq!(taken.value.n, 7);
     assert_eq!(tallies.read(&alice, t.id).await, Err(HandleError::NotFound));
     assert_eq!(
-        tallies.take(&alice, t.id, |_| Ok::<_, HandleError>(())).await,
+        tallies
+            .take(&alice, t.id, |_| Ok::<_, HandleError>(()))
+            .await,
         Err(HandleError::NotFound)
     );
 }
@@ -656,7 +673,11 @@ async fn typed_handles_are_bound_to_the_caller_and_their_kind(store: Arc<dyn Han
     let others: Handles<Tally> = Handles::new(store, "other-kind", HOUR);
     assert_eq!(others.read(&alice, t.id).await, Err(HandleError::NotFound));
     let still = tallies.read(&alice, t.id).await.unwrap();
-    assert_eq!((still.value.n, still.version), (1, 1), "nobody else changed it");
+    assert_eq!(
+        (still.value.n, still.version),
+        (1, 1),
+        "nobody else changed it"
+    );
     tallies.delete(&alice, t.id).await.unwrap();
     assert_eq!(tallies.read(&alice, t.id).await, Err(HandleError::NotFound));
 }

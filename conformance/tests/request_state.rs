@@ -109,22 +109,17 @@ impl Proc {
             "io.modelcontextprotocol/protocolVersion": VERSION,
             "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} },
         });
-        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
-        let mut request = http::Request::post(format!("http://{}/mcp", self.addr))
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json, text/event-stream")
-            .header("MCP-Protocol-Version", VERSION)
-            .header("Mcp-Method", method);
+        // The library's own builder, addressed to this process.
+        let (mut parts, body) = mcp_lambda::testing::request(json!(1), method, params).into_parts();
+        parts.uri = format!("http://{}/mcp", self.addr).parse().unwrap();
+        parts.headers.remove(http::header::HOST);
+        parts.headers.remove("mcp-name");
         if let Some(name) = name {
-            request = request.header("Mcp-Name", name);
+            parts.headers.insert("mcp-name", name.parse().unwrap());
         }
         let response = self
             .client
-            .request(
-                request
-                    .body(Full::new(Bytes::from(body.to_string())))
-                    .unwrap(),
-            )
+            .request(http::Request::from_parts(parts, body))
             .await
             .unwrap();
         let bytes = response.into_body().collect().await.unwrap().to_bytes();

@@ -104,27 +104,23 @@ pub fn meta() -> Value {
     })
 }
 
-/// A well-formed 2026-07-28 request for `method`, with `params` merged over `_meta`.
+/// A well-formed 2026-07-28 request for `method`, with `params` merged over `_meta`: the
+/// library's own builder (`mcp_lambda::testing::request`), as headers and body, so a test can
+/// change any part of it.
 pub fn modern(id: Value, method: &str, mut params: Value) -> (Vec<(String, String)>, Vec<u8>) {
     params["_meta"] = meta();
-    let mut headers = vec![
-        ("content-type".to_string(), "application/json".to_string()),
-        (
-            "accept".to_string(),
-            "application/json, text/event-stream".to_string(),
-        ),
-        ("mcp-protocol-version".to_string(), "2026-07-28".to_string()),
-        ("mcp-method".to_string(), method.to_string()),
-    ];
-    if let Some(name) = params
-        .get("name")
-        .or(params.get("uri"))
-        .and_then(Value::as_str)
-    {
-        headers.push(("mcp-name".to_string(), name.to_string()));
-    }
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    (headers, serde_json::to_vec(&body).unwrap())
+    let (parts, body) = mcp_lambda::testing::request(id, method, params).into_parts();
+    let headers = parts
+        .headers
+        .iter()
+        .filter(|(name, _)| *name != http::header::HOST)
+        .map(|(name, value)| (name.to_string(), value.to_str().unwrap().to_string()))
+        .collect();
+    let body = futures::FutureExt::now_or_never(body.collect())
+        .expect("a full body is ready at once")
+        .unwrap_or_else(|never| match never {})
+        .to_bytes();
+    (headers, body.to_vec())
 }
 
 pub async fn send<H: ServerHandler>(
