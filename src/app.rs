@@ -109,6 +109,18 @@ impl App {
     /// after `MCP_HANDLE_TTL_SECS` of inactivity and telling the app's listeners of every
     /// change. Clone it into the handler.
     ///
+    /// ```no_run
+    /// #[derive(serde::Serialize, serde::Deserialize)]
+    /// struct Note {
+    ///     text: String,
+    /// }
+    /// # async fn demo() -> Result<(), mcp_lambda::Error> {
+    /// let app = mcp_lambda::App::open(mcp_lambda::Config::load().await?).await?;
+    /// let notes: mcp_lambda::handles::Handles<Note> = app.handles("note");
+    /// # drop(notes); Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Panics
     ///
     /// On an app made with [`new`](Self::new): only [`open`](Self::open) opens the store.
@@ -135,6 +147,21 @@ impl App {
     /// Serves a resource template from typed handles (see [`HandleResource`]): listed in
     /// `resources/templates/list`, read by its owner, watched by listen. The server announces
     /// `resources` (and `resources.subscribe` when it serves listen) for the handler.
+    ///
+    /// ```no_run
+    /// # #[derive(Clone)] struct MyServer;
+    /// # impl mcp_lambda::rmcp::ServerHandler for MyServer {}
+    /// # #[derive(serde::Serialize, serde::Deserialize)] struct Note { text: String }
+    /// use mcp_lambda::handler::HandleResource;
+    /// # async fn demo() -> Result<(), mcp_lambda::Error> {
+    /// let app = mcp_lambda::App::open(mcp_lambda::Config::load().await?).await?;
+    /// let notes = app.handles::<Note>("note");
+    /// app.resource(HandleResource::new("notes://{id}", &notes))
+    ///     .server(MyServer)
+    ///     .run()
+    ///     .await
+    /// # }
+    /// ```
     pub fn resource(mut self, resource: HandleResource) -> Self {
         self.handle_resources.push(resource);
         self

@@ -454,7 +454,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         let list = ListContext::of(&context);
         // Handles are per caller and never enumerated: a server whose only resources are
         // handle resources lists none.
-        let result = if self.settings.inner_resources {
+        let result = if self.settings.inner_resources || self.settings.resources.is_empty() {
             self.inner
                 .list_resources(strip_cursor(&request), context)
                 .await?
@@ -473,7 +473,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let list = ListContext::of(&context);
-        let mut result = if self.settings.inner_resources {
+        let mut result = if self.settings.inner_resources || self.settings.resources.is_empty() {
             self.inner
                 .list_resource_templates(strip_cursor(&request), context)
                 .await?
@@ -508,7 +508,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         let per_caller = from_handle.is_some();
         let mut response = match from_handle {
             Some(read) => ReadResourceResponse::Complete(read.await?),
-            None if self.settings.inner_resources => {
+            None if self.settings.inner_resources || self.settings.resources.is_empty() => {
                 self.inner.read_resource(request, context).await?
             }
             // The handler serves no resources of its own: a URI of no template names nothing.

@@ -178,21 +178,7 @@ impl Server {
             }
         }
         params["_meta"] = meta;
-        let body = json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": params });
-        let mut request = http::Request::post(format!("http://{}/mcp", self.addr))
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json, text/event-stream")
-            .header("MCP-Protocol-Version", VERSION)
-            .header("Mcp-Method", method);
-        if let Some(name) = name {
-            request = request.header("Mcp-Name", name);
-        }
-        if let Some(token) = self.token.lock().unwrap().as_deref() {
-            request = request.header("Authorization", format!("Bearer {token}"));
-        }
-        let request = request
-            .body(Full::new(Bytes::from(body.to_string())))
-            .unwrap();
+        let request = self.request(json!(7), method, name, params);
         let response = self.client.request(request).await.expect("request failed");
         let status = response.status();
         let headers = response.headers().clone();
@@ -260,29 +246,37 @@ impl Server {
         out
     }
 
+    /// The library's request builder (`mcp_lambda::testing::request`), addressed to this
+    /// process, with `Mcp-Name: name` only when given and the token when one is set.
+    fn request(
+        &self,
+        id: Value,
+        method: &str,
+        name: Option<&str>,
+        params: Value,
+    ) -> http::Request<Full<Bytes>> {
+        let (mut parts, body) = mcp_lambda::testing::request(id, method, params).into_parts();
+        parts.uri = format!("http://{}/mcp", self.addr).parse().unwrap();
+        parts.headers.remove(http::header::HOST);
+        parts.headers.remove("mcp-name");
+        if let Some(name) = name {
+            parts.headers.insert("mcp-name", name.parse().unwrap());
+        }
+        if let Some(token) = self.token.lock().unwrap().as_deref() {
+            let value = format!("Bearer {token}").parse().unwrap();
+            parts.headers.insert(http::header::AUTHORIZATION, value);
+        }
+        http::Request::from_parts(parts, body)
+    }
+
     /// Opens a `subscriptions/listen` stream for `filter` with JSON-RPC id `id`.
     pub async fn listen(&self, id: Value, filter: Value) -> ListenStream {
-        let body = json!({
-            "jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
-            "params": {
-                "notifications": filter,
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": VERSION,
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                },
-            },
-        });
-        let mut request = http::Request::post(format!("http://{}/mcp", self.addr))
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json, text/event-stream")
-            .header("MCP-Protocol-Version", VERSION)
-            .header("Mcp-Method", "subscriptions/listen");
-        if let Some(token) = self.token.lock().unwrap().as_deref() {
-            request = request.header("Authorization", format!("Bearer {token}"));
-        }
-        let request = request
-            .body(Full::new(Bytes::from(body.to_string())))
-            .unwrap();
+        let request = self.request(
+            id.clone(),
+            "subscriptions/listen",
+            None,
+            json!({ "notifications": filter }),
+        );
         let response = self.client.request(request).await.expect("listen failed");
         assert_eq!(
             response.status(),
