@@ -27,19 +27,10 @@ check() { # check NAME CMD... : one check, output in $LOGS/NAME.log
 }
 
 # --- tools from PyPI ----------------------------------------------------------
-venv() { # venv NAME IMPORT-CHECK PACKAGES...
-  local dir="$MCP_WORK/venv-$1"
-  if ! "$dir/bin/python" -c "$2" 2>/dev/null; then
-    rm -rf "$dir" && python3 -m venv "$dir" && "$dir/bin/pip" install -q "${@:3}" >"$LOGS/pip-$1.log" 2>&1
-  fi
-}
 echo "==> tools (cargo-lambda, aws-sam-cli, cfn-lint from PyPI)"
-venv lambda 'import importlib.metadata as m; assert m.version("cargo-lambda") == "1.9.2"' 'cargo-lambda==1.9.2'
-venv sam 'import importlib.metadata as m; assert m.version("aws-sam-cli") == "1.170.0" and m.version("cfn-lint") == "1.58.0"' \
-  'aws-sam-cli==1.170.0' 'cfn-lint==1.58.0'
-export PATH="$MCP_WORK/venv-lambda/bin:$PATH"
-SAM="$MCP_WORK/venv-sam/bin/sam"
-CFN_LINT="$MCP_WORK/venv-sam/bin/cfn-lint"
+TOOLS_LOG="$LOGS/pip.log"
+source scripts/tools.sh
+install_deploy_tools
 check tools-installed bash -c "cargo lambda --version && '$SAM' --version && '$CFN_LINT' --version"
 
 # --- the template ---------------------------------------------------------------

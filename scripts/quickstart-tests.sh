@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's "Your own server", built as a user builds it: a new crate in a temporary folder
+# The README's "Your own server" (and its test, in docs/your-server.md), built as a user builds it: a new crate in a temporary folder
 # outside the repository, `mcp-lambda` by path, no `rmcp` dependency, its Cargo.toml and
 # src/main.rs taken from the README's marked code blocks. It must build without a warning, pass
 # its own test (the in-process TestClient), run, and answer a real client (Python mcp 2.3.0).
@@ -25,23 +25,23 @@ ok() { echo "ok: $1"; passed=$((passed + 1)); }
 fail() { echo "FAILED: $1"; failed=$((failed + 1)); }
 finish() { echo "quickstart: $passed passed, $failed failed"; [ "$failed" -eq 0 ]; exit; }
 
-# The code block after `<!-- quickstart: NAME -->` in the README.
-block() {
+# The code block after `<!-- quickstart: NAME -->` in FILE.
+block() { # block NAME FILE
   awk -v want="<!-- quickstart: $1 -->" '
     $0 == want { armed = 1; next }
     armed && /^```/ && !inside { inside = 1; next }
     inside && /^```/ { exit }
     inside { print }
-  ' README.md
+  ' "$2"
 }
 
-manifest=$(block "Cargo.toml")
-main=$(block "src/main.rs")
-tests=$(block "src/main.rs (tests)")
+manifest=$(block "Cargo.toml" README.md)
+main=$(block "src/main.rs" README.md)
+tests=$(block "src/main.rs (tests)" docs/your-server.md)
 if [ -z "$manifest" ] || [ -z "$main" ] || [ -z "$tests" ]; then
-  fail "the README has its three quickstart blocks"; finish
+  fail "README.md and docs/your-server.md have the three quickstart blocks"; finish
 fi
-ok "the README has its three quickstart blocks"
+ok "README.md and docs/your-server.md have the three quickstart blocks"
 
 if diff <(printf '%s\n\n%s\n' "$main" "$tests") examples/notes.rs >"$CRATE.diff"; then
   ok "examples/notes.rs is the README's quick start"
@@ -74,10 +74,8 @@ rm -f "$CRATE.test.log"
 if ! (cd "$CRATE" && cargo build 2>&1 | tail -n 5); then fail "the quick start binary builds"; finish; fi
 BIN="$CARGO_TARGET_DIR/debug/notes-quickstart"
 
-VENV="$MCP_WORK/venv-clients"
-if ! "$VENV/bin/python" -c 'import mcp, importlib.metadata as m; assert m.version("mcp") == "2.3.0"' 2>/dev/null; then
-  python3 -m venv "$VENV" && "$VENV/bin/pip" install -q 'mcp==2.3.0' 'pytest==8.3.4'
-fi
+source scripts/tools.sh
+install_mcp_client
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 MCP_BIND="127.0.0.1:$PORT" MCP_LISTEN_MAX_SECS=3 MCP_LOG=warn "$BIN" &
 SERVER_PID=$!
@@ -85,7 +83,7 @@ for _ in $(seq 200); do
   curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break
   sleep 0.05
 done
-if "$VENV/bin/python" scripts/quickstart_client.py "http://127.0.0.1:$PORT/mcp"; then
+if "$MCP_PYTHON" scripts/quickstart_client.py "http://127.0.0.1:$PORT/mcp"; then
   ok "the quick start answers a real client (Python mcp 2.3.0): tools, template, listen, read"
 else
   fail "the quick start answers a real client (Python mcp 2.3.0): tools, template, listen, read"

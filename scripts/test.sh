@@ -91,6 +91,8 @@ suite conformance scripts/conformance.sh
 
 # --- Deployment: cfn-lint, sam validate --lint, cargo-lambda build/watch/invoke
 suite lambda scripts/lambda-tests.sh
+# --- The starter a user copies: out of tree, its test, a real client, cargo-lambda, both lints
+suite starter scripts/starter-tests.sh
 
 # --- The benchmark harness, smoke mode (every server answers, numbers come out)
 suite bench-smoke benches/side-by-side.sh --smoke

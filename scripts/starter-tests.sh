@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# starter/, as a user takes it: copied to a temporary folder outside the repository (mcp-lambda
+# by path instead of from the registry), its template checked (the same as template.yaml but for
+# the binary's name, both lints), its test run, the server run and called by a real client
+# (Python mcp 2.3.0), and built with cargo-lambda as scripts/lambda-tests.sh builds the basket.
+# Ends with "starter: N passed, M failed". Caches: CARGO_TARGET_DIR, MCP_WORK (the tools' venvs).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+REPO=$(pwd)
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
+export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
+export AWS_REGION=us-east-1 SAM_CLI_TELEMETRY=0
+LOGS="$MCP_WORK/logs/starter"
+rm -rf "$LOGS" && mkdir -p "$LOGS"
+CRATE=$(mktemp -d /tmp/mcp-starter.XXXXXX)/my-mcp-server
+SERVER_PID=
+cleanup() {
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  rm -rf "$(dirname "$CRATE")"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+check() { # check NAME CMD... : one check, output in $LOGS/NAME.log
+  if "${@:2}" >"$LOGS/$1.log" 2>&1; then echo "  ok   $1"; passed=$((passed + 1));
+  else echo "  FAIL $1 (see $LOGS/$1.log)"; tail -n 30 "$LOGS/$1.log"; failed=$((failed + 1)); fi
+}
+
+TOOLS_LOG="$LOGS/pip.log"
+source scripts/tools.sh
+install_deploy_tools
+install_mcp_client
+
+check template-is-generated python3 scripts/starter-template.py --check
+check cfn-lint "$CFN_LINT" starter/template.yaml
+sam_metadata_existed=0; [ -e "$HOME/.aws-sam/metadata.json" ] && sam_metadata_existed=1
+check sam-validate-lint "$SAM" validate --lint --template starter/template.yaml
+[ "$sam_metadata_existed" = 1 ] || rm -f "$HOME/.aws-sam/metadata.json"
+check samconfig-sets-build-and-deploy python3 - <<'PY'
+import tomllib
+config = tomllib.load(open("starter/samconfig.toml", "rb"))["default"]
+assert config["build"]["parameters"]["parameter_overrides"] == config["deploy"]["parameters"]["parameter_overrides"], config
+assert "CAPABILITY_AUTO_EXPAND" in config["deploy"]["parameters"]["capabilities"], "AWS::LanguageExtensions is a macro"
+PY
+
+# The copy: the registry requirement pointed at this checkout, the repository's lock (the same
+# dependency versions, so the shared target directory is reused).
+cp -r starter "$CRATE"
+sed -i "s|^mcp-lambda = \"0.1\"|mcp-lambda = { path = \"$REPO\" }|; s|^mcp-lambda = { version = \"0.1\", |mcp-lambda = { path = \"$REPO\", |" "$CRATE/Cargo.toml"
+printf '\n[workspace]\n' >>"$CRATE/Cargo.toml"
+cp Cargo.lock "$CRATE/Cargo.lock"
+check copy-depends-on-this-checkout grep -q "path = \"$REPO\"" "$CRATE/Cargo.toml"
+
+check cargo-test bash -c "cd '$CRATE' && cargo test 2>&1"
+if grep -E '^warning' "$LOGS/cargo-test.log"; then echo "  FAIL builds-without-warnings"; failed=$((failed + 1)); else echo "  ok   builds-without-warnings"; passed=$((passed + 1)); fi
+check cargo-build bash -c "cd '$CRATE' && cargo build 2>&1"
+
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+MCP_BIND="127.0.0.1:$PORT" MCP_LOG=warn "$CARGO_TARGET_DIR/debug/my-mcp-server" >"$LOGS/server.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 200); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.05; done
+check real-client "$MCP_PYTHON" scripts/starter_client.py "http://127.0.0.1:$PORT/mcp"
+kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; SERVER_PID=
+
+check cargo-lambda-build bash -c "cd '$CRATE' && cargo lambda build --compiler cargo --x86-64 2>&1"
+bootstrap="$CARGO_TARGET_DIR/lambda/my-mcp-server/bootstrap"
+check bootstrap-is-an-x86_64-elf python3 -c 'import sys; h = open(sys.argv[1], "rb").read(20); sys.exit(not (h[:5] == b"\x7fELF\x02" and h[18] == 62))' "$bootstrap"
+
+echo "starter: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,36 @@
+# Sourced by the test scripts that need tools from PyPI: each goes into its own venv under
+# $MCP_WORK, pinned, installed once (a venv whose check fails is made anew).
+#
+#   install_cargo_lambda   cargo-lambda 1.9.2 (venv-lambda, on PATH)
+#   install_deploy_tools   cargo-lambda; aws-sam-cli 1.170.0 and
+#                          cfn-lint 1.58.0 (venv-sam: $SAM, $CFN_LINT)
+#   install_mcp_client     the Python mcp 2.3.0 client and pytest 8.3.4 (venv-clients: $MCP_PYTHON)
+#
+# A failed install's pip output goes to $TOOLS_LOG (default: the terminal).
+
+tools_venv() { # tools_venv NAME IMPORT-CHECK PACKAGES...
+  local dir="$MCP_WORK/venv-$1"
+  if ! "$dir/bin/python" -c "$2" 2>/dev/null; then
+    rm -rf "$dir" && python3 -m venv "$dir" && "$dir/bin/pip" install -q "${@:3}" >"${TOOLS_LOG:-/dev/stderr}" 2>&1
+  fi
+}
+
+install_cargo_lambda() {
+  tools_venv lambda 'import importlib.metadata as m; assert m.version("cargo-lambda") == "1.9.2"' 'cargo-lambda==1.9.2'
+  export PATH="$MCP_WORK/venv-lambda/bin:$PATH"
+}
+
+install_deploy_tools() {
+  install_cargo_lambda
+  tools_venv sam 'import importlib.metadata as m; assert m.version("aws-sam-cli") == "1.170.0" and m.version("cfn-lint") == "1.58.0"' \
+    'aws-sam-cli==1.170.0' 'cfn-lint==1.58.0'
+  export PATH="$MCP_WORK/venv-lambda/bin:$PATH"
+  SAM="$MCP_WORK/venv-sam/bin/sam"
+  CFN_LINT="$MCP_WORK/venv-sam/bin/cfn-lint"
+}
+
+install_mcp_client() {
+  tools_venv clients 'import mcp, pytest, importlib.metadata as m; assert m.version("mcp") == "2.3.0"' \
+    'mcp==2.3.0' 'pytest==8.3.4'
+  MCP_PYTHON="$MCP_WORK/venv-clients/bin/python"
+}
