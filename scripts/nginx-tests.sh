@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The README's nginx recipe, run for real: two basket processes on loopback sharing a DynamoDB
-# Local table, behind nginx configured with the README's fenced nginx block, through a rolling
+# The nginx recipe of docs/vps.md, run for real: two basket processes on loopback sharing a DynamoDB
+# Local table, behind nginx configured with docs/vps.md's fenced nginx block, through a rolling
 # restart, with a subscriptions/listen stream open through nginx. Ends with
 # "nginx: N passed, M failed" (a skipped check is counted as neither).
 #
 #   scripts/nginx-tests.sh
 #
-# The recipe is the fenced block after the line `<!-- nginx-recipe ... -->` in README.md, used
+# The recipe is the fenced block after the line `<!-- nginx-recipe ... -->` in docs/vps.md, used
 # as written except for three addresses, each of which must appear exactly as below:
 #   `listen 80;`       -> `listen 127.0.0.1:<free port>;`
 #   `127.0.0.1:3001`   -> process A's address,  `127.0.0.1:3002` -> process B's address.
@@ -108,7 +108,7 @@ start_basket() { # NAME: start it on its port and wait until /healthz answers
   return 1
 }
 
-# The README's protocol probe, sent straight to one process.
+# docs/vps.md's protocol probe, sent straight to one process.
 probe() { # NAME
   local answer
   answer=$(curl -fsS -m 5 "http://127.0.0.1:${PORT[$1]}/mcp" -H "Host: $HOST" \
@@ -131,10 +131,10 @@ NGINX_PORT=$(free_port)
 awk '/^<!-- nginx-recipe/ {armed = 1; next}
      armed && /^```nginx/ {inside = 1; next}
      inside && /^```/ {exit}
-     inside {print}' README.md >"$DIR/recipe.conf"
+     inside {print}' docs/vps.md >"$DIR/recipe.conf"
 for pattern in 'listen 80;' '127.0.0.1:3001' '127.0.0.1:3002'; do
   if [ "$(grep -cF "$pattern" "$DIR/recipe.conf")" != 1 ]; then
-    fail "the README's nginx recipe must contain '$pattern' exactly once (see the top of this script)"
+    fail "the nginx recipe in docs/vps.md must contain '$pattern' exactly once (see the top of this script)"
     finish
   fi
 done
@@ -160,9 +160,9 @@ http {
 }
 EOF
 if ! nginx -t -p "$DIR" -c "$DIR/nginx.conf" >"$DIR/nginx-t.log" 2>&1; then
-  cat "$DIR/nginx-t.log"; fail "nginx -t accepts the README's recipe"; finish
+  cat "$DIR/nginx-t.log"; fail "nginx -t accepts the recipe of docs/vps.md"; finish
 fi
-pass "nginx -t accepts the README's recipe"
+pass "nginx -t accepts the recipe of docs/vps.md"
 nginx -p "$DIR" -c "$DIR/nginx.conf" -g 'daemon off;' >"$DIR/nginx.out" 2>&1 &
 NGINX_PID=$!
 URL="http://127.0.0.1:$NGINX_PORT/mcp"
@@ -174,7 +174,7 @@ say "nginx pid $NGINX_PID on $NGINX_PORT"
 
 # --- (a) both processes serve, in turn; a basket is shared ----------------------------------
 if curl -fsS -m 5 -o /dev/null "http://127.0.0.1:$NGINX_PORT/healthz"; then pass "/healthz through nginx"; else fail "/healthz through nginx"; fi
-if probe A && probe B; then pass "the README's protocol probe answers on both processes"; else fail "the protocol probe"; fi
+if probe A && probe B; then pass "docs/vps.md's protocol probe answers on both processes"; else fail "the protocol probe"; fi
 # The Host check is on, so calls through nginx succeeding below means nginx forwards the Host.
 code=$(curl -s -o /dev/null -w '%{http_code}' -m 5 "http://127.0.0.1:${PORT[A]}/mcp" -H 'Host: elsewhere.example' \
   -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \

@@ -164,6 +164,19 @@ pub mod tasks;
 pub mod testing;
 
 pub use app::{App, MakeHandler, Server, init_tracing};
+
+/// The guides' Rust, compiled by `cargo test --doc` so `docs/` cannot drift from the API (the
+/// README's and `docs/your-server.md`'s quick start is built out of tree by
+/// `scripts/quickstart-tests.sh`).
+#[cfg(doctest)]
+mod guides {
+    #[doc = include_str!("../docs/listen.md")]
+    struct Listen;
+    #[doc = include_str!("../docs/tasks.md")]
+    struct Tasks;
+    #[doc = include_str!("../docs/your-server.md")]
+    struct YourServer;
+}
 pub use auth::{Caller, Principal};
 pub use config::{Config, ConfigError};
 pub use error::Error;

@@ -1303,7 +1303,7 @@ async fn a_listener_costs_one_dynamodb_request_per_poll_whatever_it_watches() {
         n >= 2.0 && n <= polls + 1.0,
         "{n} requests in {elapsed:?} at one poll per {poll:?}"
     );
-    // The figure the README's cost table quotes, per minute at the default 1 s poll.
+    // The figure docs/listen.md's cost table quotes, per minute at the default 1 s poll.
     let per_minute_at_default = n / elapsed.as_secs_f64() * poll.as_secs_f64() * 60.0;
     println!(
         "listen cost: {n} BatchGetItem for 21 watched items in {elapsed:?} at {poll:?} = {per_minute_at_default:.1} requests per listener-minute at MCP_LISTEN_POLL_MS=1000"

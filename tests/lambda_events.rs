@@ -342,7 +342,7 @@ async fn the_protected_resource_metadata_names_the_issuer_and_is_cacheable() {
     }
 }
 
-/// The function's side of the README's "Auth by entry point" table: through every source, a
+/// The function's side of docs/deploy.md's "Auth by entry point" table: through every source, a
 /// request without a token gets a 401 whose `WWW-Authenticate` challenge and JSON body both name
 /// the RFC 9728 document at the host root of the resource (the audience: the URL clients use),
 /// so a client still finds it where API Gateway REST renames the header, and that document is

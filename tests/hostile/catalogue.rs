@@ -1,5 +1,5 @@
 //! The hostile catalogue: every named case, what it sends and the answer it
-//! must get. Where neither the README table nor the spec fixes an answer, the
+//! must get. Where neither docs/http-front.md nor the spec fixes an answer, the
 //! case says which answer was chosen and why (`// silent:` comments).
 
 use serde_json::{Value, json};

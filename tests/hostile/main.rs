@@ -6,7 +6,7 @@
 //! Every case asserts the exact HTTP status and, where the answer is JSON-RPC,
 //! the exact code and the echoed `id`. No case may get a 5xx, a panic (the
 //! connection would drop) or a hang (every exchange has a deadline). Where
-//! neither the README table nor the spec fixes an answer, the case says which
+//! neither docs/http-front.md nor the spec fixes an answer, the case says which
 //! answer was chosen and why (`// silent:` comments).
 //!
 //! Figures: `cargo test --test hostile -- --nocapture` prints the number of
