@@ -6,6 +6,10 @@
 #   2. 2025-11-25 requirement set, MCP_LEGACY_SESSIONS=true       -> every scored scenario passes
 #   3. 2025-11-25 requirement set, default mode, gated by
 #      .conformance/baseline-2025-stateless.yml                   -> failures match the baseline
+#   4. 2026-07-28 requirement set through the Lambda runtime path: the same binary under
+#      `cargo lambda watch` (a loopback Runtime API, lambda_http decoding each event), each
+#      scored scenario on its own (no tasks on Lambda without a table)
+#                                                                 -> every scored scenario passes
 #
 # Usage: scripts/conformance.sh            (from anywhere; needs cargo, npm, bash)
 #        CONFORMANCE_BINARY=path/to/server scripts/conformance.sh   (skip the build)
@@ -136,6 +140,61 @@ stop_server
 start_server "$suite_dir/results-server-2025-stateless.log"
 run_suite "2025-11-25 (stateless, baseline)" 2025-11-25 results-2025-stateless baseline-2025-stateless.yml
 stop_server
+
+# (d3) The Lambda runtime path: the fixture started by `cargo lambda watch`, so every request
+# is a Function URL event through the Runtime API and lambda_http, as on AWS. It opens its tasks
+# the way users do: on Lambda only with a shared table, so the tasks extension is not served
+# here (the baseline lists its scenarios).
+MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
+source "$root/scripts/tools.sh"
+install_cargo_lambda >"$suite_dir/results-lambda-tools.log" 2>&1
+port=$(free_port)
+url="http://127.0.0.1:$port/mcp"
+lambda_log="$suite_dir/results-server-2026-lambda.log"
+# On Lambda no browser origin is allowed by default; the suite's DNS-rebinding scenario sends
+# loopback Host and Origin headers, so they are allowed here as the local server allows them.
+printf 'MCP_PATH="/mcp"\nMCP_REQUEST_STATE_KEY="%s"\nMCP_ALLOWED_HOSTS="%s"\nMCP_ALLOWED_ORIGINS="%s"\nMCP_LOG="warn"\n' \
+  "$state_key" "localhost,127.0.0.1,::1" "http://localhost:*,http://127.0.0.1:*,http://[::1]:*" >"$suite_dir/lambda.env"
+cd "$root"
+setsid cargo lambda watch -A 127.0.0.1 -P "$port" --env-file "$suite_dir/lambda.env" \
+  -p mcp-lambda-conformance --bin conformance >"$lambda_log" 2>&1 &
+server_pid=$!
+stop_lambda() { kill -- "-$server_pid" 2>/dev/null || kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; server_pid=""; }
+ready=0
+for _ in $(seq 1 900); do
+  if [[ "$(curl -s -m 600 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz")" == 200 ]]; then ready=1; break; fi
+  kill -0 "$server_pid" 2>/dev/null || break
+  sleep 1
+done
+if [[ $ready -eq 1 ]]; then
+  # The scored scenarios one by one: the tasks extension's would call its slow tools as plain
+  # tools here (no tasks without a table), holding the one execution environment for a minute.
+  results=results-2026-lambda
+  rm -rf "${suite_dir:?}/$results" && mkdir -p "$suite_dir/$results"
+  "$node" "$suite" list --server --requirements 2026-07-28 \
+    | awk '/^Server scenarios/ {on=1; next} /^[^ ]/ {on=0} on && /^  - / {print $2}' >"$suite_dir/$results/scored.txt"
+  label="2026-07-28 (Lambda runtime path, cargo lambda watch)"
+  echo "conformance: $label against $url ($(wc -l <"$suite_dir/$results/scored.txt") scored scenarios, one at a time)"
+  rc=0
+  while read -r scenario; do
+    (cd "$suite_dir" && "$node" "$suite" server --url "$url" --scenario "$scenario" -o "$suite_dir/$results") \
+      >>"$suite_dir/$results/suite.log" 2>&1 || rc=1
+  done <"$suite_dir/$results/scored.txt"
+  summary=$("$node" "$suite_dir/summarize.mjs" "$label" "$suite_dir/$results" "$suite_dir/$results/scored.txt")
+  printf '%s\n' "$summary" | sed '$d'
+  counts=$(printf '%s\n' "$summary" | tail -n1)
+  total_passed=$((total_passed + ${counts% *}))
+  total_failed=$((total_failed + ${counts#* }))
+  if [[ $rc -ne 0 || ${counts#* } -ne 0 ]]; then
+    echo "conformance: $label FAILED; full output: .conformance/$results/suite.log"
+    runs_failed=$((runs_failed + 1))
+  fi
+else
+  echo "conformance: the fixture did not start under cargo lambda watch; its log (${lambda_log#"$root/"}):"
+  tail -n 30 "$lambda_log"
+  total_failed=$((total_failed + 1)); runs_failed=$((runs_failed + 1))
+fi
+stop_lambda
 
 # (e) One line for people and CI.
 echo "conformance: $total_passed passed, $total_failed failed"

@@ -41,8 +41,8 @@ use std::{
 
 mod tasks;
 
+use mcp_lambda::config::Mode;
 use mcp_lambda::listen::{Changes, MemoryFeed, Watch};
-use mcp_lambda::tasks::{Dispatch, MemoryTaskStore, TaskSettings, Tasks};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
@@ -65,30 +65,29 @@ use serde_json::{Value, json};
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = mcp_lambda::Config::load().await?;
-    mcp_lambda::init_tracing(&config);
+    // Tools that outlive the request run as durable tasks (the tasks extension), opened the way
+    // a user's server opens them: in this process locally; on Lambda only with a table every
+    // invocation shares (MCP_HANDLES_TABLE), since each round then runs in an invocation of its
+    // own. Without one, the Lambda path serves every scenario but the tasks extension's.
+    let tasks = match config.mode {
+        Mode::Lambda if config.handles.table.is_none() => None,
+        _ => Some(config.tasks.open(&config.handles).await?),
+    };
     // List changes reach `subscriptions/listen` streams through the library's feed (one
     // process: in memory), which serves listen for this handler.
     let changes = Changes::new(MemoryFeed::new(None));
     let server = ConformanceServer::new(config.request_state_codec(), changes.clone());
-    mcp_lambda::App::new(config)
+    let mut app = mcp_lambda::App::new(config)
         .changes(&changes)
         .watch_resources(|uri: &str, _caller: &mcp_lambda::Caller| {
             // Updates can only concern resources that exist; anyone may watch them.
             (RESOURCE_URIS.contains(&uri) || template_id(uri).is_some())
                 .then(|| Watch::Resource(uri.to_owned()))
-        })
-        // Tools that outlive the request run as durable tasks (the tasks extension).
-        .tasks(
-            Tasks::new(
-                std::sync::Arc::new(MemoryTaskStore::new()),
-                Dispatch::Local,
-                TaskSettings::default(),
-            ),
-            tasks::policy,
-        )
-        .server(server)
-        .run()
-        .await?;
+        });
+    if let Some(tasks) = tasks {
+        app = app.tasks(tasks, tasks::policy);
+    }
+    app.server(server).run().await?;
     Ok(())
 }
 
