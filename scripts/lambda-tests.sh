@@ -282,6 +282,7 @@ def ev(node, params):
         if fn == "Fn::Not": return not ev(arg[0], params)
         if fn == "Fn::And": return all(ev(a, params) for a in arg)
         if fn == "Fn::Or": return any(ev(a, params) for a in arg)
+        if fn == "Fn::Contains": return str(ev(arg[1], params)) in [str(x) for x in arg[0]]
         raise AssertionError(f"unexpected rule function {fn}")
     return node
 def refused(**given):
@@ -302,7 +303,27 @@ for entry in ("FunctionUrl", "ApiGatewayRest", "HttpApi"):
     assert refused(EntryPoint=entry, Streaming=streaming, CloudFront="true") == ["CloudFrontNeedsTheOriginSecret"], entry
     assert refused(EntryPoint=entry, Streaming=streaming, CloudFront="true", OriginSecret=secret) == [], entry
 assert refused(RequestStateKey="") == ["RequestStateKeyIsGiven"]
-print("rules: defaults deploy; HttpApi+streaming, bare REST+auth, CloudFront without the secret refused")
+# An answer sent whole behind CloudFront must fit its 60 s origin response timeout.
+behind = dict(CloudFront="true", OriginSecret=secret)
+assert refused(**behind, Streaming="false", Timeout="61") == ["BufferedBehindCloudFrontFitsTheOriginTimeout"]
+assert refused(**behind, Streaming="false", Timeout="60") == []
+assert refused(**behind, Streaming="false", Timeout="3") == []
+assert refused(**behind, Streaming="true", Timeout="900") == []
+assert refused(Streaming="false", Timeout="900") == [], "no CloudFront, no such limit"
+assert int(template["Parameters"]["Timeout"]["MinValue"]) == 3, "the rule lists 3 to 60"
+# MaxVCpuCount is 2 to 15000; 0 means no cap.
+assert refused(ManagedInstancesMaxVCpus="1") == ["ManagedInstancesMaxVCpusIsZeroOrAtLeastTwo"]
+assert refused(ManagedInstancesMaxVCpus="0") == [] and refused(ManagedInstancesMaxVCpus="2") == []
+# The metrics namespace refuses AWS/, as its description says.
+import re
+pattern = template["Parameters"]["MetricsNamespace"]["AllowedPattern"]
+assert re.fullmatch(pattern, "mcp-lambda") and re.fullmatch(pattern, "team/mcp")
+assert not re.fullmatch(pattern, "AWS/Lambda"), pattern
+# The alarms on the function's own (EMF) metrics fire on 2 of 3 periods.
+for name in ("ErrorRateAlarm", "LatencyP99Alarm"):
+    alarm = template["Resources"][name]["Properties"]
+    assert (alarm["DatapointsToAlarm"], alarm["EvaluationPeriods"]) == (2, 3), (name, alarm)
+print("rules: defaults deploy; HttpApi+streaming, bare REST+auth, CloudFront without the secret, a buffered call longer than CloudFront waits, MaxVCpus 1 refused; AWS/ refused; EMF alarms 2 of 3")
 PY
 # Lambda Managed Instances (ManagedInstances=on): opt-in, so a default deploy creates no
 # capacity provider; on creates it in the given VPC with the function's architecture and Lambda's
