@@ -488,6 +488,10 @@ impl<H: ServerHandler> Server<H> {
 /// Installs the tracing subscriber: JSON lines on Lambda (CloudWatch adds the
 /// time), readable text locally, filtered by `MCP_LOG` with rmcp capped at
 /// warn. Tokens and tool arguments are never logged.
+///
+/// [`App::new`] and [`App::open`] install it already; call this only to log
+/// before them. A subscriber installed first (this one, or the program's own)
+/// is kept.
 pub fn init_tracing(config: &Config) {
     config.log.init();
 }
