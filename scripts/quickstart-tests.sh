@@ -8,14 +8,13 @@
 # Ends with "quickstart: N passed, M failed". Caches: CARGO_TARGET_DIR, MCP_WORK (the venv).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-REPO=$(pwd)
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
 export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
 CRATE=$(mktemp -d /tmp/mcp-quickstart.XXXXXX)
 SERVER_PID=
 cleanup() {
   [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
-  rm -rf "$CRATE"
+  rm -rf "$CRATE" "$CRATE.server.log"
 }
 trap cleanup EXIT
 
@@ -54,13 +53,11 @@ if grep -Eq '^rmcp|^anyhow' <<<"$manifest"; then fail "the quick start needs no 
 mkdir -p "$CRATE/src"
 {
   printf '[package]\nname = "notes-quickstart"\nversion = "0.1.0"\nedition = "2024"\n\n'
-  # The published requirement, pointed at this checkout.
-  sed "s|^mcp-lambda = \"0.1\"|mcp-lambda = { path = \"$REPO\" }|; s|^mcp-lambda = { version = \"0.1\", |mcp-lambda = { path = \"$REPO\", |" <<<"$manifest"
-  printf '\n[workspace]\n'
+  printf '%s\n' "$manifest"
 } >"$CRATE/Cargo.toml"
 printf '%s\n\n%s\n' "$main" "$tests" >"$CRATE/src/main.rs"
-# The repository's lock: the same dependency versions, so the shared target dir is reused.
-cp Cargo.lock "$CRATE/Cargo.lock"
+source scripts/tools.sh
+point_at_checkout "$CRATE"
 
 if (cd "$CRATE" && cargo test 2>&1) >"$CRATE.test.log"; then
   ok "the quick start builds and its test passes"
@@ -74,15 +71,8 @@ rm -f "$CRATE.test.log"
 if ! (cd "$CRATE" && cargo build 2>&1 | tail -n 5); then fail "the quick start binary builds"; finish; fi
 BIN="$CARGO_TARGET_DIR/debug/notes-quickstart"
 
-source scripts/tools.sh
 install_mcp_client
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-MCP_BIND="127.0.0.1:$PORT" MCP_LISTEN_MAX_SECS=3 MCP_LOG=warn "$BIN" &
-SERVER_PID=$!
-for _ in $(seq 200); do
-  curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break
-  sleep 0.05
-done
+serve_on_free_port "$BIN" "$CRATE.server.log" MCP_LISTEN_MAX_SECS=3
 if "$MCP_PYTHON" scripts/quickstart_client.py "http://127.0.0.1:$PORT/mcp"; then
   ok "the quick start answers a real client (Python mcp 2.3.0): tools, template, listen, read"
 else

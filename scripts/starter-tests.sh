@@ -44,22 +44,16 @@ assert config["build"]["parameters"]["parameter_overrides"] == config["deploy"][
 assert "CAPABILITY_AUTO_EXPAND" in config["deploy"]["parameters"]["capabilities"], "AWS::LanguageExtensions is a macro"
 PY
 
-# The copy: the registry requirement pointed at this checkout, the repository's lock (the same
-# dependency versions, so the shared target directory is reused).
+# The copy, its registry requirement pointed at this checkout.
 cp -r starter "$CRATE"
-sed -i "s|^mcp-lambda = \"0.1\"|mcp-lambda = { path = \"$REPO\" }|; s|^mcp-lambda = { version = \"0.1\", |mcp-lambda = { path = \"$REPO\", |" "$CRATE/Cargo.toml"
-printf '\n[workspace]\n' >>"$CRATE/Cargo.toml"
-cp Cargo.lock "$CRATE/Cargo.lock"
+point_at_checkout "$CRATE"
 check copy-depends-on-this-checkout grep -q "path = \"$REPO\"" "$CRATE/Cargo.toml"
 
 check cargo-test bash -c "cd '$CRATE' && cargo test 2>&1"
 if grep -E '^warning' "$LOGS/cargo-test.log"; then echo "  FAIL builds-without-warnings"; failed=$((failed + 1)); else echo "  ok   builds-without-warnings"; passed=$((passed + 1)); fi
 check cargo-build bash -c "cd '$CRATE' && cargo build 2>&1"
 
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-MCP_BIND="127.0.0.1:$PORT" MCP_LOG=warn "$CARGO_TARGET_DIR/debug/my-mcp-server" >"$LOGS/server.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 200); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.05; done
+serve_on_free_port "$CARGO_TARGET_DIR/debug/my-mcp-server" "$LOGS/server.log"
 check real-client "$MCP_PYTHON" scripts/starter_client.py "http://127.0.0.1:$PORT/mcp"
 kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; SERVER_PID=
 

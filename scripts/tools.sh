@@ -34,3 +34,27 @@ install_mcp_client() {
     'mcp==2.3.0' 'pytest==8.3.4'
   MCP_PYTHON="$MCP_WORK/venv-clients/bin/python"
 }
+
+# --- A user's crate outside the repository (scripts/quickstart-tests.sh, starter-tests.sh) ----
+
+# point_at_checkout CRATE: its `mcp-lambda = "0.1"` requirements (dependency and dev-dependency)
+# pointed at this checkout, the crate made a workspace of its own, and the repository's lock
+# copied in (the same dependency versions, so the shared target directory is reused).
+point_at_checkout() {
+  local repo; repo=$(pwd)
+  sed -i "s|^mcp-lambda = \"0.1\"|mcp-lambda = { path = \"$repo\" }|; s|^mcp-lambda = { version = \"0.1\", |mcp-lambda = { path = \"$repo\", |" "$1/Cargo.toml"
+  printf '\n[workspace]\n' >>"$1/Cargo.toml"
+  cp Cargo.lock "$1/Cargo.lock"
+}
+
+# serve_on_free_port BIN LOG [VAR=VALUE…]: starts BIN on a free loopback port with the extra
+# environment; sets PORT and SERVER_PID and returns once /healthz answers (or after 10 s).
+serve_on_free_port() {
+  PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  env MCP_BIND="127.0.0.1:$PORT" MCP_LOG=warn "${@:3}" "$1" >"$2" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 200); do
+    curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && return 0
+    sleep 0.05
+  done
+}

@@ -19,7 +19,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_lambda::Caller;
-use mcp_lambda::handles::{HandleError, HandleId, Handles, RequestKey, Stored};
+use mcp_lambda::handles::{
+    HandleError, HandleId, Handles, MAX_REQUEST_KEY_BYTES, RequestKey, Stored,
+};
 use mcp_lambda::rmcp::handler::server::router::tool::ToolRouter;
 use mcp_lambda::rmcp::handler::server::wrapper::{Json, Parameters};
 use mcp_lambda::rmcp::model::{ContentBlock, Implementation, IntoContents, ServerConfig};
@@ -55,9 +57,6 @@ const MAX_LINES: usize = 100;
 
 /// Longest SKU, in characters.
 const MAX_SKU_LEN: usize = 64;
-
-/// Longest `request_id`, in characters.
-const MAX_REQUEST_ID_LEN: usize = 64;
 
 /// The basket server: six tools over typed handles; each basket is also a resource
 /// (`resource.rs`), which the library serves.
@@ -625,7 +624,7 @@ fn request(
     };
     RequestKey::new(id, describe()).map(Some).map_err(|_| {
         ToolError::Invalid(format!(
-            "request_id must be 1 to {MAX_REQUEST_ID_LEN} characters of letters, digits, '_' \
+            "request_id must be 1 to {MAX_REQUEST_KEY_BYTES} characters of letters, digits, '_' \
              and '-' (a UUID works), or left out."
         ))
     })
