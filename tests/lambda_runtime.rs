@@ -119,11 +119,14 @@ impl RuntimeApi {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
+                let Some((stream, peer)) = with_liveness_probe(stream) else {
+                    continue;
+                };
                 let state = served.clone();
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |request| {
-                        let state = state.clone();
-                        async move { Ok::<_, Infallible>(handle(state, request).await) }
+                        let (state, peer) = (state.clone(), peer.clone());
+                        async move { Ok::<_, Infallible>(handle(state, &peer, request).await) }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
@@ -172,7 +175,37 @@ impl RuntimeApi {
     }
 }
 
-async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Full<Bytes>> {
+/// `stream` for hyper, and a duplicate of its socket to ask whether the function process is
+/// still there: a killed function's `GET /next` stays parked in its handler, and an event handed
+/// to it would be written to a closed socket and lost.
+fn with_liveness_probe(
+    stream: tokio::net::TcpStream,
+) -> Option<(tokio::net::TcpStream, Arc<std::net::TcpStream>)> {
+    let stream = stream.into_std().ok()?;
+    let probe = stream.try_clone().ok()?;
+    probe.set_nonblocking(true).ok()?;
+    Some((
+        tokio::net::TcpStream::from_std(stream).ok()?,
+        Arc::new(probe),
+    ))
+}
+
+/// Whether the peer still holds its end: a killed process's socket reads as closed (the kernel
+/// closes its descriptors before `wait` returns, so this cannot race the kill).
+fn peer_is_open(probe: &std::net::TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    match probe.peek(&mut byte) {
+        Ok(0) => false,
+        Ok(_) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
+    }
+}
+
+async fn handle(
+    state: Arc<State>,
+    peer: &std::net::TcpStream,
+    request: Request<Incoming>,
+) -> Response<Full<Bytes>> {
     let path = request.uri().path().to_string();
     let reply = |status: StatusCode, body: &'static str| {
         Response::builder()
@@ -182,6 +215,11 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Full<
     };
     if request.method() == Method::GET && path == "/2018-06-01/runtime/invocation/next" {
         loop {
+            if !peer_is_open(peer) {
+                // Pass the wake-up on: a live function's request may be parked behind this one.
+                state.wake.notify_one();
+                return reply(StatusCode::GONE, "the function is gone");
+            }
             let next = state.pending.lock().unwrap().pop_front();
             if let Some((id, event, timeout)) = next {
                 let deadline = std::time::SystemTime::now()
@@ -333,7 +371,9 @@ fn basket() -> PathBuf {
     support::basket::binary().to_path_buf()
 }
 
-/// `examples/progress.rs`, built here from this tree (a no-op when `cargo test` already built it).
+/// `examples/progress.rs`, built here from this tree. `--workspace` resolves features as the
+/// test command's `cargo test --workspace --all-targets` does, so there it is a no-op instead of
+/// a second build of the library competing with the running tests for the CPU.
 fn progress_example() -> PathBuf {
     let dir = Path::new(env!("CARGO_BIN_EXE_basket"))
         .parent()
@@ -342,7 +382,7 @@ fn progress_example() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut build = Command::new(cargo);
     build
-        .args(["build", "--example", "progress"])
+        .args(["build", "--workspace", "--example", "progress"])
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     if !cfg!(debug_assertions) {
         build.arg("--release");
