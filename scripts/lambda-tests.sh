@@ -35,11 +35,14 @@ check tools-installed bash -c "cargo lambda --version && '$SAM' --version && '$C
 
 # --- the template ---------------------------------------------------------------
 echo "==> template"
-templates=(template.yaml)
+# template-managed-instances.yaml is generated from template.yaml (scripts/templates.py).
+check templates-generated python3 scripts/templates.py --check
+templates=(template.yaml template-managed-instances.yaml)
 for f in infra/*.yaml infra/*.yml; do [ -e "$f" ] && templates+=("$f"); done
 check cfn-lint "$CFN_LINT" "${templates[@]}"
 sam_metadata_existed=0; [ -e "$HOME/.aws-sam/metadata.json" ] && sam_metadata_existed=1
 check sam-validate-lint "$SAM" validate --lint --template template.yaml
+check sam-validate-lint-managed-instances "$SAM" validate --lint --template template-managed-instances.yaml
 [ "$sam_metadata_existed" = 1 ] || rm -f "$HOME/.aws-sam/metadata.json"
 # What no lint can see: the role grants exactly the DynamoDB actions the handle store and the
 # change feed send (a listen poll is one BatchGetItem), and a listen stream's limit is the
@@ -311,9 +314,6 @@ assert refused(**behind, Streaming="false", Timeout="3") == []
 assert refused(**behind, Streaming="true", Timeout="900") == []
 assert refused(Streaming="false", Timeout="900") == [], "no CloudFront, no such limit"
 assert int(template["Parameters"]["Timeout"]["MinValue"]) == 3, "the rule lists 3 to 60"
-# MaxVCpuCount is 2 to 15000; 0 means no cap.
-assert refused(ManagedInstancesMaxVCpus="1") == ["ManagedInstancesMaxVCpusIsZeroOrAtLeastTwo"]
-assert refused(ManagedInstancesMaxVCpus="0") == [] and refused(ManagedInstancesMaxVCpus="2") == []
 # The metrics namespace refuses AWS/, as its description says.
 import re
 pattern = template["Parameters"]["MetricsNamespace"]["AllowedPattern"]
@@ -323,31 +323,55 @@ assert not re.fullmatch(pattern, "AWS/Lambda"), pattern
 for name in ("ErrorRateAlarm", "LatencyP99Alarm"):
     alarm = template["Resources"][name]["Properties"]
     assert (alarm["DatapointsToAlarm"], alarm["EvaluationPeriods"]) == (2, 3), (name, alarm)
-print("rules: defaults deploy; HttpApi+streaming, bare REST+auth, CloudFront without the secret, a buffered call longer than CloudFront waits, MaxVCpus 1 refused; AWS/ refused; EMF alarms 2 of 3")
+print("rules: defaults deploy; HttpApi+streaming, bare REST+auth, CloudFront without the secret, a buffered call longer than CloudFront waits refused; AWS/ refused; EMF alarms 2 of 3")
 PY
-# Lambda Managed Instances (ManagedInstances=on): opt-in, so a default deploy creates no
-# capacity provider; on creates it in the given VPC with the function's architecture and Lambda's
-# operator role, puts the function on it with the per-environment concurrency (which the function
-# reads as AWS_LAMBDA_MAX_CONCURRENCY), republishes $LATEST.PUBLISHED (what unqualified invokes
-# run) and is refused without subnets and security groups. cfn-lint sees only the default (off)
-# side of the Fn::If AWS::LanguageExtensions resolves, so the on side goes through the SAM
-# transform here.
+# The default deploy is plain SAM: no AWS::LanguageExtensions, no capacity provider, nothing of
+# Managed Instances. template-managed-instances.yaml (generated) is the same stack on Lambda
+# Managed Instances: the capacity provider in the given VPC with the function's architecture and
+# Lambda's operator role, the function on it with the per-environment concurrency (which it reads
+# as AWS_LAMBDA_MAX_CONCURRENCY), $LATEST.PUBLISHED republished (what unqualified invokes run),
+# subnets and security groups required. Both go through the SAM transform here as they are.
 check template-managed-instances "$MCP_WORK/venv-sam/bin/python" - <<'PY'
-import json, os
+import json, os, re
 from cfnlint.decode import decode
-template, errors = decode("template.yaml")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+from samtranslator.translator.transform import transform
+class NoPolicies:
+    def load(self): return {}
+def sam(template):
+    template = json.loads(json.dumps(template, default=str))
+    template["Resources"]["McpFunction"]["Properties"]["CodeUri"] = "s3://bucket/key"  # what sam package puts there
+    return transform(template, {}, NoPolicies())["Resources"]
+NV = {"Ref": "AWS::NoValue"}
+
+# The default: plain SAM, no trace of Managed Instances, unqualified self-invokes on $LATEST.
+plain, errors = decode("template.yaml")
+assert not errors, errors
+assert plain["Transform"] == "AWS::Serverless-2016-10-31", plain["Transform"]
+assert not [k for k in plain["Parameters"] if k.startswith("ManagedInstances")]
+assert not [k for k, v in plain["Resources"].items() if "CapacityProvider" in v["Type"]]
+fn = plain["Resources"]["McpFunction"]["Properties"]
+assert "CapacityProviderConfig" not in fn and "PublishToLatestPublished" not in fn
+assert fn["MemorySize"] == {"Ref": "MemorySize"}
+assert plain["Resources"]["TaskRoundInvokeConfig"]["Properties"]["Qualifier"] == "$LATEST"
+out = sam(plain)
+assert "CapacityProviderConfig" not in out["McpFunction"]["Properties"]
+
+template, errors = decode("template-managed-instances.yaml")
 assert not errors, errors
 res, params, conds, rules = template["Resources"], template["Parameters"], template["Conditions"], template["Rules"]
-NV = {"Ref": "AWS::NoValue"}
-# Opt-in: off by default, so nothing below exists on a default deploy.
-assert params["ManagedInstances"]["Default"] == "off" and sorted(params["ManagedInstances"]["AllowedValues"]) == ["off", "on"]
-assert conds["ManagedInstancesOn"] == {"Fn::And": [{"Fn::Equals": [{"Ref": "ManagedInstances"}, "on"]},
-    {"Fn::Not": [{"Fn::Equals": [{"Ref": "ManagedInstancesSubnetIds"}, ""]}]},
-    {"Fn::Not": [{"Fn::Equals": [{"Ref": "ManagedInstancesSecurityGroupIds"}, ""]}]}]}, conds["ManagedInstancesOn"]
+assert template["Transform"] == "AWS::Serverless-2016-10-31", template["Transform"]
+# Same stack otherwise: every parameter, condition, rule and resource of template.yaml is here.
+for part in ("Parameters", "Conditions", "Rules", "Resources", "Outputs"):
+    assert set(plain[part]) <= set(template[part]), (part, set(plain[part]) - set(template[part]))
+# Subnets and security groups: required, 1 to 16 and 1 to 5, no empty value.
+for name, one, most in (("ManagedInstancesSubnetIds", "subnet-0123456789abcdef0", 16), ("ManagedInstancesSecurityGroupIds", "sg-0123456789abcdef0", 5)):
+    p = params[name]
+    assert "Default" not in p, f"{name} is required"
+    ok = lambda v: re.fullmatch(p["AllowedPattern"], v) is not None
+    assert ok(one) and ok(",".join([one] * most)) and not ok(",".join([one] * (most + 1))) and not ok("") and not ok(one + ", " + one), name
 providers = {k for k, v in res.items() if v["Type"] in ("AWS::Lambda::CapacityProvider", "AWS::Serverless::CapacityProvider")}
 assert providers == {"McpCapacityProvider"}, providers
-for name in ("McpCapacityProvider", "McpCapacityProviderOperatorRole"):
-    assert res[name].get("Condition") == "ManagedInstancesOn", f"{name} must exist only with ManagedInstances=on"
 # The capacity provider: the given VPC, the function's architecture, Lambda's operator role.
 cp = res["McpCapacityProvider"]["Properties"]
 assert cp["VpcConfig"] == {"SubnetIds": {"Fn::Split": [",", {"Ref": "ManagedInstancesSubnetIds"}]},
@@ -355,25 +379,22 @@ assert cp["VpcConfig"] == {"SubnetIds": {"Fn::Split": [",", {"Ref": "ManagedInst
 assert cp["InstanceRequirements"]["Architectures"] == [{"Ref": "Architecture"}], "instances of another architecture than the binary cannot run it"
 assert cp["PermissionsConfig"]["CapacityProviderOperatorRoleArn"] == {"Fn::GetAtt": ["McpCapacityProviderOperatorRole", "Arn"]}
 assert cp["CapacityProviderScalingConfig"] == {"Fn::If": ["HasManagedMaxVCpus", {"MaxVCpuCount": {"Ref": "ManagedInstancesMaxVCpus"}}, NV]}
+assert conds["HasManagedMaxVCpus"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "ManagedInstancesMaxVCpus"}, "0"]}]}
 operator = res["McpCapacityProviderOperatorRole"]["Properties"]
 assert operator["AssumeRolePolicyDocument"]["Statement"] == [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]
 assert operator["ManagedPolicyArns"] == [{"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AWSLambdaManagedEC2ResourceOperator"}]
 assert not res["McpRole"]["Properties"].get("ManagedPolicyArns"), "the EC2 operator policy belongs to the operator role, not the function's"
-# The function: on the provider, with the concurrency setting flowing to it, memory of its own
-# (2048 MB up), $LATEST.PUBLISHED republished on each update and used for task rounds.
+# The function: on the provider, with the concurrency setting flowing to it, 2048 MB up,
+# $LATEST.PUBLISHED republished on each update and used for task rounds.
 fn = res["McpFunction"]["Properties"]
-assert fn["CapacityProviderConfig"] == {"Fn::If": ["ManagedInstancesOn",
-    {"Arn": {"Fn::GetAtt": ["McpCapacityProvider", "Arn"]},
-     "PerExecutionEnvironmentMaxConcurrency": {"Fn::If": ["HasManagedMaxConcurrency", {"Ref": "ManagedInstancesMaxConcurrency"}, NV]}}, NV]}, fn["CapacityProviderConfig"]
-assert conds["HasManagedMaxConcurrency"] == {"Fn::And": [{"Condition": "ManagedInstancesOn"}, {"Fn::Not": [{"Fn::Equals": [{"Ref": "ManagedInstancesMaxConcurrency"}, "0"]}]}]}
+assert fn["CapacityProviderConfig"] == {"Arn": {"Fn::GetAtt": ["McpCapacityProvider", "Arn"]},
+    "PerExecutionEnvironmentMaxConcurrency": {"Fn::If": ["HasManagedMaxConcurrency", {"Ref": "ManagedInstancesMaxConcurrency"}, NV]}}, fn["CapacityProviderConfig"]
 assert 1 <= params["ManagedInstancesMaxConcurrency"]["MaxValue"] <= 1600
-assert fn["PublishToLatestPublished"] == {"Fn::If": ["ManagedInstancesOn", True, NV]}
-assert fn["MemorySize"] == {"Fn::If": ["ManagedInstancesOn", {"Ref": "ManagedInstancesMemorySize"}, {"Ref": "MemorySize"}]}
-assert params["ManagedInstancesMemorySize"]["MinValue"] >= 2048, "2 GiB per vCPU is the least an environment gets"
-assert res["TaskRoundInvokeConfig"]["Properties"]["Qualifier"] == {"Fn::If": ["ManagedInstancesOn", "$LATEST.PUBLISHED", "$LATEST"]}
-# SAM refuses an Fn::If in CapacityProviderConfig; AWS::LanguageExtensions must resolve it first.
-assert template["Transform"] == ["AWS::LanguageExtensions", "AWS::Serverless-2016-10-31"], template["Transform"]
-# The Rules, as CloudFormation evaluates them: on without a VPC is refused, with one it deploys.
+assert fn["PublishToLatestPublished"] is True
+assert fn["MemorySize"] == {"Ref": "MemorySize"} and params["MemorySize"]["MinValue"] >= 2048, "2 GiB per vCPU is the least an environment gets"
+assert res["TaskRoundInvokeConfig"]["Properties"]["Qualifier"] == "$LATEST.PUBLISHED"
+# The Rules, as CloudFormation evaluates them: MaxVCpus 1 refused, the defaults deploy with any
+# entry point.
 def ev(node, p):
     if isinstance(node, dict):
         (fn_, arg), = node.items()
@@ -382,41 +403,26 @@ def ev(node, p):
         if fn_ == "Fn::Not": return not ev(arg[0], p)
         if fn_ == "Fn::And": return all(ev(a, p) for a in arg)
         if fn_ == "Fn::Or": return any(ev(a, p) for a in arg)
+        if fn_ == "Fn::Contains": return str(ev(arg[1], p)) in [str(ev(x, p)) for x in arg[0]]
         raise AssertionError(f"unexpected rule function {fn_}")
     return node
 defaults = {k: str(v.get("Default", "")) for k, v in params.items()}
-def refused(**given):
-    p = {**defaults, "RequestStateKey": "k" * 44, **given}
-    return sorted(n for n, r in rules.items() if ev(r.get("RuleCondition", True), p) and not all(ev(a["Assert"], p) for a in r["Assertions"]))
 vpc = {"ManagedInstancesSubnetIds": "subnet-0123456789abcdef0,subnet-0123456789abcdef1", "ManagedInstancesSecurityGroupIds": "sg-0123456789abcdef0"}
-assert refused() == [] and refused(**vpc) == []
-assert refused(ManagedInstances="on") == ["ManagedInstancesNeedAVpc"]
-assert refused(ManagedInstances="on", ManagedInstancesSubnetIds=vpc["ManagedInstancesSubnetIds"]) == ["ManagedInstancesNeedAVpc"]
-assert refused(ManagedInstances="on", **vpc) == []
+def refused(**given):
+    p = {**defaults, "RequestStateKey": "k" * 44, **vpc, **given}
+    return sorted(n for n, r in rules.items() if ev(r.get("RuleCondition", True), p) and not all(ev(a["Assert"], p) for a in r["Assertions"]))
+assert refused() == []
+assert refused(ManagedInstancesMaxVCpus="1") == ["ManagedInstancesMaxVCpusIsZeroOrAtLeastTwo"]
+assert refused(ManagedInstancesMaxVCpus="2") == []
 for entry, streaming in (("FunctionUrl", "true"), ("ApiGatewayRest", "true"), ("HttpApi", "false")):
-    assert refused(ManagedInstances="on", EntryPoint=entry, Streaming=streaming, **vpc) == [], entry
-# The on path through the SAM transform, with the Fn::Ifs resolved as AWS::LanguageExtensions
-# resolves them from the parameters: SAM must accept it and emit the CloudFormation property.
-os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-from samtranslator.translator.transform import transform
-truth = {"ManagedInstancesOn": True, "HasManagedMaxConcurrency": True, "HasManagedMaxVCpus": True}
-def resolve(n):
-    if isinstance(n, dict):
-        if set(n) == {"Fn::If"} and n["Fn::If"][0] in truth:
-            return resolve(n["Fn::If"][1] if truth[n["Fn::If"][0]] else n["Fn::If"][2])
-        return {k: r for k, v in n.items() if (r := resolve(v)) != NV}
-    if isinstance(n, list): return [resolve(x) for x in n]
-    return n
-on = resolve(json.loads(json.dumps(template, default=str)))
-on["Transform"] = "AWS::Serverless-2016-10-31"
-on["Resources"]["McpFunction"]["Properties"]["CodeUri"] = "s3://bucket/key"  # what sam package puts there
-class NoPolicies:
-    def load(self): return {}
-out = transform(on, {}, NoPolicies())["Resources"]
+    assert refused(EntryPoint=entry, Streaming=streaming) == [], entry
+# As written, no parameter resolved first: SAM accepts it and emits the CloudFormation property.
+out = sam(template)
 lmi = out["McpFunction"]["Properties"]["CapacityProviderConfig"]["LambdaManagedInstancesCapacityProviderConfig"]
-assert lmi == {"CapacityProviderArn": {"Fn::GetAtt": ["McpCapacityProvider", "Arn"]}, "PerExecutionEnvironmentMaxConcurrency": {"Ref": "ManagedInstancesMaxConcurrency"}}, lmi
+assert lmi == {"CapacityProviderArn": {"Fn::GetAtt": ["McpCapacityProvider", "Arn"]},
+    "PerExecutionEnvironmentMaxConcurrency": {"Fn::If": ["HasManagedMaxConcurrency", {"Ref": "ManagedInstancesMaxConcurrency"}, NV]}}, lmi
 assert out["McpFunction"]["Properties"]["PublishToLatestPublished"] is True
-print("Managed Instances: off by default; on creates the capacity provider and operator role, puts the function on it with its concurrency, refused without a VPC; SAM accepts the resolved on path")
+print("template.yaml: plain SAM, no Managed Instances; template-managed-instances.yaml: the capacity provider and operator role, the function on it with its concurrency, a VPC required; SAM accepts both as written")
 PY
 # The table has one definition, infra/handles-table.json; the template mirrors it.
 if [ -e infra/handles-table.json ]; then

@@ -32,16 +32,17 @@ source scripts/tools.sh
 install_deploy_tools
 install_mcp_client
 
-check template-is-generated python3 scripts/starter-template.py --check
-check cfn-lint "$CFN_LINT" starter/template.yaml
+check template-is-generated python3 scripts/templates.py --check
+check cfn-lint "$CFN_LINT" starter/template.yaml starter/template-managed-instances.yaml
 sam_metadata_existed=0; [ -e "$HOME/.aws-sam/metadata.json" ] && sam_metadata_existed=1
 check sam-validate-lint "$SAM" validate --lint --template starter/template.yaml
+check sam-validate-lint-managed-instances "$SAM" validate --lint --template starter/template-managed-instances.yaml
 [ "$sam_metadata_existed" = 1 ] || rm -f "$HOME/.aws-sam/metadata.json"
 check samconfig-sets-build-and-deploy python3 - <<'PY'
 import tomllib
 config = tomllib.load(open("starter/samconfig.toml", "rb"))["default"]
 assert config["build"]["parameters"]["parameter_overrides"] == config["deploy"]["parameters"]["parameter_overrides"], config
-assert "CAPABILITY_AUTO_EXPAND" in config["deploy"]["parameters"]["capabilities"], "AWS::LanguageExtensions is a macro"
+assert config["deploy"]["parameters"]["capabilities"].split() == ["CAPABILITY_IAM"], "the templates make IAM roles and use no macro but SAM's"
 PY
 
 # The copy, its registry requirement pointed at this checkout.
