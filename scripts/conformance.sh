@@ -51,10 +51,12 @@ version=$("$node" "$suite" --version)
 # (b) The fixture server (CONFORMANCE_BINARY skips the build and runs that binary instead).
 binary=${CONFORMANCE_BINARY:-}
 if [[ -z "$binary" ]]; then
-  echo "conformance: building the fixture server (cargo build -p mcp-lambda-conformance)"
+  echo "conformance: building the fixture server (cargo build --bin conformance)"
   # Cargo names the executable it built (<target dir>/debug/conformance), wherever the target
   # directory is (CARGO_TARGET_DIR, relative or not, or a .cargo/config).
-  build_log=$(cd "$root" && cargo build --locked -p mcp-lambda-conformance --bin conformance \
+  # --workspace and an example: the features `cargo test --workspace --all-targets` resolves (the
+  # dev-dependencies' unified in), so this reuses its build instead of rebuilding tokio and all above it.
+  build_log=$(cd "$root" && cargo build --locked --workspace --bin conformance --example hello \
     --message-format=json-render-diagnostics)
   binary=$(printf '%s\n' "$build_log" | grep '"executable":"[^"]*/conformance"' | tail -n1 \
     | sed 's/.*"executable":"\([^"]*\)".*/\1/')

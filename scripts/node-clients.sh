@@ -77,7 +77,9 @@ inspector="$dir/node_modules/@modelcontextprotocol/inspector/clients/launcher/bu
 bin=${BASKET_BIN:-}
 if [[ -z "$bin" ]]; then
   echo "node-clients: building the basket (debug)"
-  (cd "$root" && cargo build --locked --bin basket) >"$dir/build.log" 2>&1 \
+  # --workspace and an example: the features `cargo test --workspace --all-targets` resolves (the
+  # dev-dependencies' unified in), so this reuses its build instead of rebuilding tokio and all above it.
+  (cd "$root" && cargo build --locked --workspace --bin basket --example hello) >"$dir/build.log" 2>&1 \
     || { tail -n 30 "$dir/build.log"; abort setup "cargo build --bin basket failed"; }
   bin="$CARGO_TARGET_DIR/debug/basket"
 fi

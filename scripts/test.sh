@@ -71,7 +71,9 @@ if ! "$VENV/bin/python" -c 'import mcp, pytest, importlib.metadata as m; assert 
   python3 -m venv "$VENV" && "$VENV/bin/pip" install -q 'mcp==2.3.0' 'pytest==8.3.4' >"$LOGS/pip.log" 2>&1 \
     || { cat "$LOGS/pip.log"; }
 fi
-cargo build --locked --bin basket >"$LOGS/build-basket.log" 2>&1
+# --workspace and an example: the features `cargo test --workspace --all-targets` resolves (the
+# dev-dependencies' unified in), so this reuses its build instead of rebuilding tokio and all above it.
+cargo build --locked --workspace --bin basket --example hello >"$LOGS/build-basket.log" 2>&1
 BASKET_BIN="$CARGO_TARGET_DIR/debug/basket" "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/clients \
   2>&1 | tee "$LOGS/pytest.log" | tail -n 15
 p=$(grep -Eo '[0-9]+ passed' "$LOGS/pytest.log" | tail -1 | awk '{print $1+0}')
