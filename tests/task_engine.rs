@@ -33,10 +33,39 @@ use serde_json::{Value, json};
 use support::fixture;
 use tower::ServiceExt as _;
 
-/// `work` sleeps `ms` and counts how often it ran.
+/// `work` sleeps `ms` and counts how often it ran; `effect` sleeps `ms`, then does its side
+/// effect (counted in `effects`). `running` counts calls whose future is still alive.
 #[derive(Clone)]
 struct Worker {
     runs: Arc<AtomicUsize>,
+    effects: Arc<AtomicUsize>,
+    running: Arc<AtomicUsize>,
+}
+
+impl Worker {
+    fn new() -> Self {
+        Worker {
+            runs: Arc::default(),
+            effects: Arc::default(),
+            running: Arc::default(),
+        }
+    }
+}
+
+/// Counts a call as running until its future is dropped, however it ends.
+struct Running(Arc<AtomicUsize>);
+
+impl Running {
+    fn enter(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Running(count.clone())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl ServerHandler for Worker {
@@ -64,6 +93,16 @@ impl ServerHandler for Worker {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.runs.fetch_add(1, Ordering::SeqCst);
+        let _running = Running::enter(&self.running);
+        if request.name == "effect" {
+            let ms = request.arguments.as_ref().and_then(|a| a.get("ms"));
+            let ms = ms.and_then(Value::as_u64).unwrap_or(0);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            self.effects.fetch_add(1, Ordering::SeqCst);
+            // Work after the effect too: a cancel now finds the effect done, the call running.
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            return Ok(CallToolResult::success(vec![ContentBlock::text("done")]).into());
+        }
         if request.name == "ask" {
             // Round 0 asks; round 1 answers with what the client said.
             let answer = request
@@ -108,6 +147,8 @@ struct Setup {
     service: McpService<Worker>,
     tasks: Arc<Tasks>,
     runs: Arc<AtomicUsize>,
+    effects: Arc<AtomicUsize>,
+    running: Arc<AtomicUsize>,
 }
 
 fn setup(settings: TaskSettings, store: Arc<dyn TaskStore>) -> Setup {
@@ -121,8 +162,8 @@ fn setup_listening(
     changes: Option<Changes>,
 ) -> Setup {
     let tasks = Tasks::new(store, Dispatch::Local, settings);
-    let runs = Arc::new(AtomicUsize::new(0));
-    let worker = Worker { runs: runs.clone() };
+    let worker = Worker::new();
+    let runs = worker.runs.clone();
     let mut app = App::new(fixture::config(&[("MCP_LISTEN_POLL_MS", "100")])).tasks(
         tasks.clone(),
         |_tool: &str, _caller: &mcp_lambda::Caller| TaskPolicy::Optional,
@@ -130,11 +171,14 @@ fn setup_listening(
     if let Some(changes) = &changes {
         app = app.changes(changes);
     }
+    let (effects, running) = (worker.effects.clone(), worker.running.clone());
     let service = app.server(move || worker.clone()).service();
     Setup {
         service,
         tasks,
         runs,
+        effects,
+        running,
     }
 }
 
@@ -234,10 +278,15 @@ async fn a_second_delivery_of_the_same_round_runs_nothing_and_loses_nothing(
 }
 
 async fn a_worker_that_stops_leaves_the_task_failed_never_working(store: Arc<dyn TaskStore>) {
-    // The claim lasts 300 ms; the tool needs 1.5 s (a Lambda worker past its deadline).
-    let s = setup(settings(300), store);
-    let id = create(&s.service, 1500).await;
-    let failed = until_terminal(&s.service, &id).await;
+    // A worker that vanished (a crashed process, a Lambda worker killed at its deadline): the
+    // round was claimed, for 300 ms, and nobody ends it.
+    let s = setup(settings(60_000), store.clone());
+    let handle = HandleId::random().unwrap();
+    let now = mcp_now_ms();
+    let record = TaskRecord::new(handle, "anonymous", json!({}), now, 3_600_000, 100);
+    store.create(&record).await.unwrap();
+    assert!(store.claim(handle, 0, now + 300).await.unwrap().is_some());
+    let failed = until_terminal(&s.service, &handle.to_string()).await;
     assert_eq!(failed["status"], "failed", "{failed}");
     assert!(
         failed["error"]["message"]
@@ -247,9 +296,99 @@ async fn a_worker_that_stops_leaves_the_task_failed_never_working(store: Arc<dyn
         "{failed}"
     );
     // The worker that comes back late changes nothing: failed stays failed.
-    tokio::time::sleep(Duration::from_millis(1800)).await;
-    let later = get(&s.service, &id).await;
+    let late = mcp_lambda::tasks::RoundEnd::Completed(json!({"content": []}));
+    assert!(!store.finish(handle, 0, &late).await.unwrap());
+    let later = get(&s.service, &handle.to_string()).await;
     assert_eq!(later["result"]["status"], "failed", "{later}");
+}
+
+/// The first read of a terminal status, and how many calls were still alive then.
+async fn terminal_and_running(s: &Setup, id: &str) -> (Value, usize) {
+    let started = Instant::now();
+    loop {
+        let task = get(&s.service, id).await;
+        let running = s.running.load(Ordering::SeqCst);
+        let status = task["result"]["status"].as_str().unwrap_or_default();
+        if ["completed", "failed", "cancelled"].contains(&status) {
+            return (task["result"].clone(), running);
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{task}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A round out of time is stopped before its claim runs out, at the await it is parked at:
+/// `failed`, its effect never happens, and the work is gone before anyone reads `failed`.
+async fn a_round_out_of_time_is_stopped_before_it_reads_failed(store: Arc<dyn TaskStore>) {
+    let s = setup(settings(1000), store);
+    let id = call_as_task(
+        &s.service,
+        json!({"name": "effect", "arguments": {"ms": 1500}}),
+    )
+    .await;
+    let (failed, running) = terminal_and_running(&s, &id).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ran out of time"),
+        "{failed}"
+    );
+    assert_eq!(running, 0, "failed was read while the round still ran");
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    assert_eq!(
+        s.effects.load(Ordering::SeqCst),
+        0,
+        "the effect happened after failed"
+    );
+    assert_eq!(get(&s.service, &id).await["result"]["status"], "failed");
+}
+
+/// Cancelled before its side effect: `cancelled`, and the effect never happens.
+async fn a_task_cancelled_before_its_effect_never_has_it(store: Arc<dyn TaskStore>) {
+    let s = setup(settings(60_000), store);
+    let id = call_as_task(
+        &s.service,
+        json!({"name": "effect", "arguments": {"ms": 1000}}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    task_request(&s.service, "tasks/cancel", &id, json!({})).await;
+    let (done, running) = terminal_and_running(&s, &id).await;
+    assert_eq!(done["status"], "cancelled", "{done}");
+    assert_eq!(running, 0, "cancelled was read while the round still ran");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        s.effects.load(Ordering::SeqCst),
+        0,
+        "the effect happened after cancelled"
+    );
+}
+
+/// Cancelled after its side effect: `completed` or `cancelled` with the effect there, and never
+/// `cancelled` while the call still runs.
+async fn a_task_cancelled_after_its_effect_shows_it_and_has_stopped(store: Arc<dyn TaskStore>) {
+    let s = setup(settings(60_000), store);
+    let id = call_as_task(
+        &s.service,
+        json!({"name": "effect", "arguments": {"ms": 300}}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    assert_eq!(s.effects.load(Ordering::SeqCst), 1, "the effect is done");
+    task_request(&s.service, "tasks/cancel", &id, json!({})).await;
+    let (done, running) = terminal_and_running(&s, &id).await;
+    assert!(
+        ["cancelled", "completed"].contains(&done["status"].as_str().unwrap()),
+        "{done}"
+    );
+    assert_eq!(
+        running, 0,
+        "{} was read while the round still ran",
+        done["status"]
+    );
+    assert_eq!(s.effects.load(Ordering::SeqCst), 1);
 }
 
 async fn a_cancelled_task_stops_within_a_poll_interval(store: Arc<dyn TaskStore>) {
@@ -565,6 +704,9 @@ on_both_stores!(
     a_task_runs_once_and_its_result_is_read_back,
     a_second_delivery_of_the_same_round_runs_nothing_and_loses_nothing,
     a_worker_that_stops_leaves_the_task_failed_never_working,
+    a_round_out_of_time_is_stopped_before_it_reads_failed,
+    a_task_cancelled_before_its_effect_never_has_it,
+    a_task_cancelled_after_its_effect_shows_it_and_has_stopped,
     a_cancelled_task_stops_within_a_poll_interval,
     an_unknown_task_id_is_invalid_params,
     an_input_round_is_answered_through_tasks_update,
@@ -721,8 +863,8 @@ async fn a_round_lambda_would_not_take_fails_the_call_and_the_task() {
         )),
         settings(60_000),
     );
-    let runs = Arc::new(AtomicUsize::new(0));
-    let worker = Worker { runs: runs.clone() };
+    let worker = Worker::new();
+    let runs = worker.runs.clone();
     let service = App::new(fixture::config(&[]))
         .tasks(tasks, |_tool: &str, _caller: &mcp_lambda::Caller| {
             TaskPolicy::Optional

@@ -68,9 +68,12 @@ impl std::fmt::Debug for TaskPolicies {
     }
 }
 
-/// Marks a `tools/call` a task worker runs in process: it runs as it is, never as a task.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct TaskRound;
+/// Marks a `tools/call` a task worker runs in process: it runs as it is, never as a task, and
+/// the tool's future is dropped when `stop` fires ([`tasks::until_stopped`](crate::tasks)).
+#[derive(Debug, Clone)]
+pub(crate) struct TaskRound {
+    pub(crate) stop: tokio_util::sync::CancellationToken,
+}
 
 /// Settings shared by every clone of [`Hosted`], built once at start-up.
 #[derive(Debug)]
@@ -294,6 +297,15 @@ impl<H> Hosted<H> {
     /// The wrapped handler.
     pub fn inner(&self) -> &H {
         &self.inner
+    }
+
+    /// Stamps a tool's answer with the cache hints every result carries.
+    fn stamp_response(&self, response: &mut CallToolResponse) {
+        match response {
+            CallToolResponse::Complete(result) => self.settings.stamp(&mut result.meta),
+            CallToolResponse::InputRequired(result) => self.settings.stamp(&mut result.meta),
+            _ => {}
+        }
     }
 }
 
@@ -587,17 +599,21 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let round = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| p.extensions.get::<TaskRound>())
+            .cloned();
+        if let Some(round) = round {
+            let request_ct = context.ct.clone();
+            let call = self.inner.call_tool(request, context);
+            let mut response = crate::tasks::until_stopped(&round.stop, &request_ct, call).await?;
+            self.stamp_response(&mut response);
+            return Ok(response);
+        }
         if let Some((tasks, policies)) = &self.settings.tasks {
-            let round = context
-                .extensions
-                .get::<http::request::Parts>()
-                .is_some_and(|p| p.extensions.get::<TaskRound>().is_some());
             let caller = Caller::from_request(&context);
-            let policy = if round {
-                TaskPolicy::Never
-            } else {
-                (policies.0)(&request.name, &caller)
-            };
+            let policy = (policies.0)(&request.name, &caller);
             let declared = context
                 .client_capabilities()
                 .is_some_and(|c| c.supports_tasks());
@@ -634,11 +650,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             }
         }
         let mut response = self.inner.call_tool(request, context).await?;
-        match &mut response {
-            CallToolResponse::Complete(result) => self.settings.stamp(&mut result.meta),
-            CallToolResponse::InputRequired(result) => self.settings.stamp(&mut result.meta),
-            _ => {}
-        }
+        self.stamp_response(&mut response);
         Ok(response)
     }
 

@@ -2,7 +2,8 @@
 //!
 //! The front's checks already ran when the task was accepted (the caller was authorized then
 //! and is the task's owner); the round carries that caller and a [`TaskRound`] mark, so the
-//! wrapper runs the tool as it is instead of making it a task again.
+//! wrapper runs the tool as it is instead of making it a task again, and drops the tool's future
+//! when the engine stops the round.
 
 use futures::future::{BoxFuture, FutureExt};
 use http::header;
@@ -20,6 +21,7 @@ impl<H: ServerHandler> ToolRunner for McpService<H> {
         params: Value,
         caller: Option<Principal>,
         progress: Box<dyn Fn(String) + Send + Sync>,
+        stop: tokio_util::sync::CancellationToken,
     ) -> BoxFuture<'static, RoundOutput> {
         let service = self.clone();
         async move {
@@ -34,7 +36,7 @@ impl<H: ServerHandler> ToolRunner for McpService<H> {
                 Ok(request) => request,
                 Err(error) => return failed(&error.to_string()),
             };
-            request.extensions_mut().insert(TaskRound);
+            request.extensions_mut().insert(TaskRound { stop });
             if let Some(caller) = caller {
                 request.extensions_mut().insert(caller);
             }

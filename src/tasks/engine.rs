@@ -10,6 +10,7 @@ use rmcp::model::{
     TaskStatus,
 };
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use super::{RoundEnd, TaskError, TaskRecord, TaskState, TaskStore, now_ms};
 use crate::auth::Principal;
@@ -35,12 +36,15 @@ pub enum RoundOutput {
 /// Runs one round of a tool call in this process, through the same service a request takes
 /// (the HTTP front implements it). `progress` hears each progress message as it comes.
 pub trait ToolRunner: Send + Sync + 'static {
-    /// Runs `params` (a `tools/call`'s params, `_meta` included) as `caller`.
+    /// Runs `params` (a `tools/call`'s params, `_meta` included) as `caller`. When `stop`
+    /// fires, the tool's future must be dropped (and rmcp's cancellation token fired) before
+    /// the returned future ends: the engine records `cancelled` or `failed` only after that.
     fn run_round(
         &self,
         params: Value,
         caller: Option<Principal>,
         progress: Box<dyn Fn(String) + Send + Sync>,
+        stop: CancellationToken,
     ) -> BoxFuture<'static, RoundOutput>;
 }
 
@@ -128,7 +132,7 @@ impl LambdaDispatch {
 /// |---|---|---|
 /// | `MCP_TASK_TTL_SECS` | `3600` | how long a task lives after creation (60–604800) |
 /// | `MCP_TASK_POLL_MS` | `1000` | the poll interval clients are told, and how often a worker looks for a cancel (100–60000) |
-/// | `MCP_TASK_LEASE_SECS` | `900` | how long a local worker's claim on a round holds (1–86400); a round still working after it shows as `failed` |
+/// | `MCP_TASK_LEASE_SECS` | `900` | how long a local worker's claim on a round holds (1–86400); a round still working shortly before it runs out is stopped and recorded `failed` |
 ///
 /// The store follows the handle store: `MCP_HANDLES_TABLE` set → DynamoDB on that table,
 /// otherwise in memory ([`TaskSettings::open`]).
@@ -140,7 +144,8 @@ pub struct TaskSettings {
     /// How often clients should poll, and how often a worker looks for a cancel.
     pub poll_interval: Duration,
     /// How long a worker's claim on a round holds locally (on Lambda: the invocation's
-    /// deadline). A round still working after it shows as `failed`.
+    /// deadline). A round still working shortly before it runs out is stopped and recorded
+    /// `failed`.
     pub lease: Duration,
 }
 
@@ -549,21 +554,40 @@ impl Tasks {
         let progress = Box::new(move |message: String| {
             *sink.lock().expect("progress lock") = Some(message);
         });
-        let run = runner.run_round(params, caller, progress);
+        let stop = CancellationToken::new();
+        let run = runner.run_round(params, caller, progress, stop.clone());
         tokio::pin!(run);
+        let out_of_time = tokio::time::sleep(time_to_stop(lease_until_ms, now_ms()));
+        tokio::pin!(out_of_time);
         let mut ticks = tokio::time::interval(self.settings.poll_interval);
         ticks.tick().await;
-        let end = loop {
+        let stopped = loop {
             tokio::select! {
-                output = &mut run => break round_end(output),
+                output = &mut run => break Err(output),
+                _ = &mut out_of_time => break Ok(Stopped::OutOfTime),
                 _ = ticks.tick() => {
                     let message = latest.lock().expect("progress lock").take();
-                    match self.store.check(id, round, message.as_deref()).await {
-                        Ok(true) => break RoundEnd::Cancelled,
+                    // A slow store does not hold the round past its time.
+                    let checked = tokio::select! {
+                        checked = self.store.check(id, round, message.as_deref()) => checked,
+                        _ = &mut out_of_time => break Ok(Stopped::OutOfTime),
+                    };
+                    match checked {
+                        Ok(true) => break Ok(Stopped::Cancelled),
                         Ok(false) => {}
                         Err(error) => tracing::debug!(%error, "task check failed; retrying"),
                     }
                 }
+            }
+        };
+        let end = match stopped {
+            Err(output) => round_end(output),
+            Ok(why) => {
+                // The round answers once the tool's future is gone (`stop::until_stopped`):
+                // only then is its end written.
+                stop.cancel();
+                let output = run.await;
+                why.end(output)
             }
         };
         match self.store.finish(id, round, &end).await {
@@ -573,6 +597,45 @@ impl Tasks {
         }
         true
     }
+}
+
+/// Why the engine stopped a round before it ended.
+#[derive(Debug, Clone, Copy)]
+enum Stopped {
+    /// `tasks/cancel`.
+    Cancelled,
+    /// Its claim was about to run out.
+    OutOfTime,
+}
+
+impl Stopped {
+    /// What a stopped round's task records: a round that finished first keeps its end (its
+    /// effects are done); otherwise `cancelled`, or `failed` for one out of time.
+    fn end(self, output: RoundOutput) -> RoundEnd {
+        match (self, output) {
+            (_, output @ RoundOutput::Completed(_)) => round_end(output),
+            (Stopped::Cancelled, _) => RoundEnd::Cancelled,
+            (Stopped::OutOfTime, output @ RoundOutput::InputRequired { .. }) => round_end(output),
+            (Stopped::OutOfTime, _) => RoundEnd::Failed(json!({
+                "code": -32603,
+                "message": "the round ran out of time (MCP_TASK_LEASE_SECS, or on Lambda the \
+                            function's timeout) and was stopped",
+            })),
+        }
+    }
+}
+
+/// How long a round claimed until `lease_until_ms` may work: it is stopped a little before the
+/// claim runs out, so its end is written while the claim still holds and no reader sees
+/// `failed` while the work still runs. What is kept for that: a quarter of the claim, at least
+/// 500 ms (one slow store write) but never more than half of it, and at most 2 s.
+fn time_to_stop(lease_until_ms: u64, now_ms: u64) -> Duration {
+    let left = Duration::from_millis(lease_until_ms.saturating_sub(now_ms));
+    let kept = (left / 4)
+        .max(Duration::from_millis(500))
+        .min(left / 2)
+        .min(Duration::from_secs(2));
+    left - kept
 }
 
 fn round_end(output: RoundOutput) -> RoundEnd {
@@ -715,6 +778,25 @@ mod tests {
         let mut claimed = record.clone();
         claimed.claimed = Some((0, u64::MAX));
         assert_eq!(visible(&claimed, soon + 60_001).0, TaskStatus::Working);
+    }
+
+    #[test]
+    fn a_round_stops_before_its_claim_runs_out() {
+        let s = Duration::from_secs;
+        // A quarter of the claim, 500 ms to half of it, at most 2 s, is left to write the end.
+        assert_eq!(time_to_stop(1_000 + 400, 1_000), Duration::from_millis(200));
+        assert_eq!(
+            time_to_stop(1_000 + 1_000, 1_000),
+            Duration::from_millis(500)
+        );
+        assert_eq!(time_to_stop(1_000 + 4_000, 1_000), s(3));
+        assert_eq!(time_to_stop(1_000 + 60_000, 1_000), s(58));
+        assert_eq!(time_to_stop(1_000 + 900_000, 1_000), s(898));
+        assert_eq!(
+            time_to_stop(500, 1_000),
+            Duration::ZERO,
+            "already out of time"
+        );
     }
 
     #[test]

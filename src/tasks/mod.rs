@@ -20,6 +20,7 @@ mod engine;
 mod memory;
 mod record;
 pub(crate) mod round_token;
+mod stop;
 mod store;
 
 #[cfg(feature = "dynamodb")]
@@ -30,6 +31,7 @@ pub use engine::{Dispatch, RoundOutput, TaskSettings, Tasks, ToolRunner};
 pub(crate) use engine::{EXTENSION, client_view};
 pub use memory::{MAX_MEMORY_TASKS, MemoryTaskStore};
 pub use record::{TaskRecord, TaskState};
+pub(crate) use stop::until_stopped;
 pub use store::{RoundEnd, TaskError, TaskStore};
 
 use std::time::{SystemTime, UNIX_EPOCH};
