@@ -754,6 +754,16 @@ fn signed_by_test_credentials(head: &http::request::Parts, body: &[u8]) -> Resul
 /// the invocation type and the function, answers 202, then queues the payload into the Runtime
 /// API as a new invocation, as the Lambda service does.
 async fn start_invoke_stand_in(api: Arc<RuntimeApi>, log: Arc<InvokeLog>) -> SocketAddr {
+    start_invoke_stand_in_within(api, log, Duration::from_secs(60)).await
+}
+
+/// The Invoke stand-in, whose worker invocations must end within `timeout` (the function's
+/// timeout on Lambda).
+async fn start_invoke_stand_in_within(
+    api: Arc<RuntimeApi>,
+    log: Arc<InvokeLog>,
+    timeout: Duration,
+) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -795,7 +805,7 @@ async fn start_invoke_stand_in(api: Arc<RuntimeApi>, log: Arc<InvokeLog>) -> Soc
                             return Ok(refuse(format!("not an Event Invoke of mcp: {head:?}")));
                         }
                         let payload: Value = serde_json::from_slice(&body).unwrap();
-                        let answer = api.enqueue(&payload.to_string(), Duration::from_secs(60));
+                        let answer = api.enqueue(&payload.to_string(), timeout);
                         log.accepted.lock().unwrap().push((payload, Some(answer)));
                         Ok(Response::builder()
                             .status(StatusCode::ACCEPTED)
@@ -989,6 +999,113 @@ async fn task_round_hand_off(streaming: bool) {
     assert_eq!(add_item[0]["DynamoDbRequests"], 2, "{}", add_item[0]);
     assert!(add_item[0]["DynamoDbLatency"].as_f64().unwrap() > 0.0);
     assert_eq!(add_item[0]["DynamoDbThrottles"], 0);
+}
+
+/// Issue 19 on the Lambda runtime path: `place_order` as a task (three 1 s steps, then one
+/// conditional delete of the basket) is cancelled at +0.8 s, or runs in a worker invocation with
+/// a 2 s deadline. Either way the worker stops the tool before writing the end: `cancelled` or
+/// `failed`, and the basket is still there well after the tool would have checked it out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cancelled_or_timed_out_task_on_lambda_stops_its_work() {
+    let Some(endpoint) = support::dynamodb::endpoint("the Lambda task cancel test") else {
+        return;
+    };
+    support::dynamodb::store(&endpoint).await;
+    for (case, deadline) in [("cancelled", 60), ("failed", 2)] {
+        let api = Arc::new(RuntimeApi::start().await);
+        let log = Arc::new(InvokeLog::default());
+        let stand_in =
+            start_invoke_stand_in_within(api.clone(), log.clone(), Duration::from_secs(deadline))
+                .await;
+        let mut env = support::dynamodb::basket_env(&endpoint, support::dynamodb::TABLE);
+        env.push((
+            "AWS_ENDPOINT_URL_LAMBDA".into(),
+            format!("http://{stand_in}"),
+        ));
+        env.push(("MCP_TASK_POLL_MS".into(), "200".into()));
+        let vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let first = Function::start(&basket(), &api, &vars);
+        let second = Function::start(&basket(), &api, &vars);
+        let json_of = |invocation: Invocation| {
+            let (status, body) = answer_of(&invocation);
+            assert_eq!(status, 200, "{case}: {body}");
+            serde_json::from_str::<Value>(&body).unwrap()
+        };
+        let call = |id: u64, name: &str, arguments: Value| {
+            mcp_event(
+                "function_url_tools_call",
+                id,
+                "tools/call",
+                json!({"name": name, "arguments": arguments}),
+            )
+        };
+        let created = json_of(api.invoke(&call(1, "create_basket", json!({}))).await);
+        let basket_id = created["result"]["structuredContent"]["basket_id"].clone();
+        let added = json!({"basket_id": basket_id, "sku": "TEA", "quantity": 3});
+        json_of(api.invoke(&call(2, "add_item", added)).await);
+
+        let started = Instant::now();
+        let accepted = json_of(
+            api.invoke(&task_client_event(
+                3,
+                "tools/call",
+                json!({"name": "place_order", "arguments": {"basket_id": basket_id}}),
+            ))
+            .await,
+        );
+        let task_id = accepted["result"]["taskId"].as_str().unwrap().to_owned();
+        if case == "cancelled" {
+            tokio::time::sleep(Duration::from_millis(800)).await;
+            let cancel = task_client_event(4, "tasks/cancel", json!({"taskId": task_id}));
+            json_of(api.invoke(&cancel).await);
+        }
+        let done = loop {
+            let get = task_client_event(5, "tasks/get", json!({"taskId": task_id}));
+            let task = json_of(api.invoke(&get).await);
+            if task["result"]["status"] != "working" {
+                break task["result"].clone();
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{case}: {task}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(done["status"], case, "{done}");
+        if case == "failed" {
+            let message = done["error"]["message"].as_str().unwrap();
+            assert!(message.contains("ran out of time"), "{done}");
+        }
+        // Past the ~3 s the order takes: the basket was never checked out.
+        tokio::time::sleep(Duration::from_millis(4500).saturating_sub(started.elapsed())).await;
+        let view = json_of(
+            api.invoke(&call(6, "view_basket", json!({"basket_id": basket_id})))
+                .await,
+        );
+        assert_eq!(
+            view["result"]["structuredContent"]["items"][0]["quantity"], 3,
+            "{case}: the basket is untouched: {view}"
+        );
+        // The worker invocation claimed the round, stopped it and answered in time.
+        let accepted = std::mem::take(&mut *log.accepted.lock().unwrap());
+        assert_eq!(accepted.len(), 1, "{case}");
+        let worker = accepted
+            .into_iter()
+            .next()
+            .unwrap()
+            .1
+            .unwrap()
+            .await
+            .unwrap();
+        assert_eq!(
+            answer_of(&worker),
+            (200, "{\"ran\":true}".to_owned()),
+            "{case}"
+        );
+        for function in [&first, &second] {
+            function.assert_no_errors();
+        }
+    }
 }
 
 /// The stand-in's verifier refuses a signature that does not match (a tampered body, another
