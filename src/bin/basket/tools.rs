@@ -426,6 +426,10 @@ impl Basket {
             open_world_hint = false
         )
     )]
+    /// The honest shape for a task: every step before the irreversible one only waits or
+    /// reads, and the irreversible step is the last, one conditional write (`checkout`'s
+    /// delete at the version it read). A cancel or a worker out of time drops this future at
+    /// the await it is parked at, so a stop before the write leaves the basket untouched.
     async fn place_order(
         &self,
         caller: Caller,
