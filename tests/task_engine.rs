@@ -713,12 +713,55 @@ on_both_stores!(
 );
 
 /// The worker route (`POST <MCP_PATH>` with `x-mcp-task-round`, what a self-invocation on Lambda
-/// sends): a missing, malformed, forged or expired token is refused 403 and runs nothing, whatever
-/// task the body names.
+/// sends): where rounds go to Lambda, a missing, malformed, forged or expired token is refused
+/// 403 and runs nothing, whatever task the body names; where they run locally the route does not
+/// exist (404), since this process hands out no round tokens.
 #[tokio::test]
 async fn a_task_round_without_a_good_token_is_refused_and_runs_nothing() {
-    let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
-    let s = setup(settings(60_000), store.clone());
+    for (dispatch, refused) in [(lambda_dispatch().await, 403), (Dispatch::Local, 404)] {
+        let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
+        let tasks = Tasks::new(store.clone(), dispatch, settings(60_000));
+        let worker = Worker::new();
+        let runs = worker.runs.clone();
+        let service = App::new(fixture::config(&[]))
+            .tasks(tasks, |_: &str, _: &mcp_lambda::Caller| {
+                TaskPolicy::Optional
+            })
+            .server(move || worker.clone())
+            .service();
+        a_task_round_is_refused(&service, &store, &runs, refused).await;
+    }
+}
+
+/// `Dispatch::Lambda` to a closed port: no Invoke ever reaches anything.
+async fn lambda_dispatch() -> Dispatch {
+    use aws_credential_types::Credentials;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let timeouts = mcp_lambda::aws::AwsTimeouts {
+        connect: Duration::from_millis(200),
+        read: Duration::from_millis(200),
+        operation: Duration::from_millis(1500),
+    };
+    let sdk = mcp_lambda::aws::loader(&timeouts)
+        .endpoint_url(format!("http://{closed}"))
+        .region(aws_types::region::Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("local", "local", None, None, "static"))
+        .load()
+        .await;
+    Dispatch::Lambda(mcp_lambda::tasks::LambdaDispatch::new(
+        "mcp", &sdk, &timeouts,
+    ))
+}
+
+async fn a_task_round_is_refused(
+    service: &McpService<Worker>,
+    store: &Arc<dyn TaskStore>,
+    runs: &AtomicUsize,
+    refused: u16,
+) {
     let id = HandleId::random().unwrap();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -747,15 +790,15 @@ async fn a_task_round_without_a_good_token_is_refused_and_runs_nothing() {
             ("content-type".to_owned(), "application/json".to_owned()),
             ("x-mcp-task-round".to_owned(), token.clone()),
         ];
-        let answer = fixture::send(&s.service, "POST", "/mcp", &headers, body.clone()).await;
-        assert_eq!(answer.status, 403, "{token:?}: {}", answer.text);
+        let answer = fixture::send(service, "POST", "/mcp", &headers, body.clone()).await;
+        assert_eq!(answer.status, refused, "{token:?}: {}", answer.text);
     }
     // Without the header at all it is an ordinary MCP request: no round runs either.
     let plain = vec![("content-type".to_owned(), "application/json".to_owned())];
-    let answer = fixture::send(&s.service, "POST", "/mcp", &plain, body).await;
+    let answer = fixture::send(service, "POST", "/mcp", &plain, body).await;
     assert_ne!(answer.status, 200, "{}", answer.text);
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(s.runs.load(Ordering::SeqCst), 0, "nothing ran");
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "nothing ran");
     let after = store.get("someone", id).await.unwrap();
     assert!(after.claimed.is_none(), "the round was never claimed");
 }

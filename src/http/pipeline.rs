@@ -118,13 +118,19 @@ where
 
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
         // 0. A task round handed to this function by itself (Dispatch::Lambda): it does not
-        //    come through the CDN, and carries its own proof instead.
+        //    come through the CDN, and carries its own proof instead. A process that never
+        //    hands rounds out has no such route.
         if request.method() == Method::POST
             && request.headers().contains_key(round_token::HEADER)
             && request.uri().path() == self.front.settings.path
         {
-            let tasks = self.front.tasks.clone();
-            let lease = self.front.settings_lease();
+            let Some(tasks) = self.front.tasks.clone().filter(|t| !t.runs_locally()) else {
+                return Box::pin(std::future::ready(Ok(text_response(
+                    StatusCode::NOT_FOUND,
+                    "Not Found: this server runs no task rounds for others\n",
+                ))));
+            };
+            let lease = tasks.lease();
             return Box::pin(
                 task_round(tasks, lease, request).instrument(tracing::info_span!("mcp.task_round")),
             );
@@ -348,22 +354,14 @@ impl<H: ServerHandler> McpService<H> {
     }
 }
 
-impl Front {
-    /// How long a worker's claim holds when the request carries no invocation deadline.
-    fn settings_lease(&self) -> std::time::Duration {
-        self.tasks
-            .as_ref()
-            .map_or(std::time::Duration::ZERO, |tasks| tasks.lease())
-    }
-}
-
 /// The worker route: `POST <MCP_PATH>` with `x-mcp-task-round: <token>` and a body
-/// `{"taskId": …, "round": …}`. A bad, missing or expired token is refused (403) before anything
-/// runs; a good one runs the round to its end and answers `{"ran": true|false}` (false: another
-/// delivery had it, or it is over). The claim holds until the invocation's deadline when there
-/// is one (Lambda), otherwise for the task lease.
+/// `{"taskId": …, "round": …}`, served only where rounds are handed to Lambda (elsewhere 404). A
+/// bad, missing or expired token is refused (403) before anything runs; a good one runs the
+/// round to its end and answers `{"ran": true|false}` (false: another delivery had it, or it
+/// is over). The claim holds until the invocation's deadline when there is one (Lambda),
+/// otherwise for the task lease.
 async fn task_round<B>(
-    tasks: Option<Arc<Tasks>>,
+    tasks: Arc<Tasks>,
     lease: std::time::Duration,
     request: Request<B>,
 ) -> Result<HttpResponse, Infallible>
@@ -377,9 +375,6 @@ where
             StatusCode::FORBIDDEN,
             "Forbidden: not a task round this server handed out\n",
         ))
-    };
-    let Some(tasks) = tasks else {
-        return forbidden();
     };
     let (parts, body) = request.into_parts();
     let token = parts
