@@ -453,3 +453,71 @@ async fn open_streams_are_bounded_per_process() {
     .await;
     assert_ne!(third.status, 503, "{}", third.text);
 }
+
+/// One caller's streams are capped below the process total (`MCP_LISTEN_MAX_STREAMS_PER_CALLER`):
+/// the greedy caller is told 429 with its limit and `Retry-After`, another caller is still
+/// served, and a place is given back when one of the greedy caller's streams ends.
+#[tokio::test]
+async fn one_caller_cannot_take_every_stream() {
+    use mcp_lambda::testing::TestClient;
+    use support::jwt::{Issuer, TestKey};
+    const AUDIENCE: &str = "http://127.0.0.1:3000/mcp";
+    let key = TestKey::rsa("rsa-1");
+    let issuer = Issuer::start(&[&key]).await;
+    let config = fixture::config(&[
+        ("MCP_AUTH_ISSUER", issuer.url.as_str()),
+        ("MCP_AUTH_AUDIENCE", AUDIENCE),
+        ("MCP_LISTEN_MAX_STREAMS", "3"),
+        ("MCP_LISTEN_MAX_STREAMS_PER_CALLER", "2"),
+    ]);
+    let handles = config.handles.open().await.unwrap();
+    let changes = config.listen.open(&config.handles, handles).await.unwrap();
+    let server = App::new(config).changes(&changes).server(|| Changing);
+    let as_user = |sub: &str| {
+        TestClient::new(&server).with_token(key.sign(&issuer.claims(AUDIENCE, sub, "")))
+    };
+    let (greedy, other) = (as_user("greedy"), as_user("other"));
+    let filter = || json!({"toolsListChanged": true});
+
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut stream = greedy.listen(filter()).await;
+        assert_eq!(stream.status, 200);
+        let ack = stream.next().await.unwrap();
+        assert_eq!(
+            ack["method"], "notifications/subscriptions/acknowledged",
+            "{ack}"
+        );
+        held.push(stream);
+    }
+    let refused = greedy.listen(filter()).await.read_all().await;
+    assert_eq!(refused.status, 429, "{:?}", refused.messages);
+    assert_eq!(refused.error()["code"], -32600, "{:?}", refused.messages);
+    assert_eq!(refused.error()["data"]["limit"], 2);
+    assert!(
+        refused.error()["message"]
+            .as_str()
+            .unwrap()
+            .contains("2 open listen streams")
+    );
+    assert_eq!(refused.header("retry-after"), Some("10"));
+
+    // The process still has room, for someone else.
+    let mut served = other.listen(filter()).await;
+    assert_eq!(served.status, 200);
+    let ack = served.next().await.unwrap();
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+
+    // One of the greedy caller's streams goes away: it may open another.
+    drop(held.pop());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut again = greedy.listen(filter()).await;
+    assert_eq!(again.status, 200);
+    assert_eq!(
+        again.next().await.unwrap()["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+}

@@ -71,6 +71,16 @@ pub enum Rejection {
     /// A backend the request needs is unreachable; not the client's fault (503, -32603,
     /// `Retry-After: 1`).
     Unavailable(String),
+    /// The caller already holds as much of something as one caller may (429, -32600,
+    /// `data.limit`, `Retry-After`): the server is not full, this caller's share is.
+    CallerLimit {
+        /// What, and what to do.
+        why: String,
+        /// The limit.
+        limit: usize,
+        /// Seconds until trying again may help.
+        retry_after_secs: u32,
+    },
 }
 
 impl From<crate::rmcp_gaps::Gap> for Rejection {
@@ -96,6 +106,7 @@ impl Rejection {
             Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::MethodNotFound(_) => StatusCode::NOT_FOUND,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::CallerLimit { .. } => StatusCode::TOO_MANY_REQUESTS,
             _ => StatusCode::BAD_REQUEST,
         }
     }
@@ -109,7 +120,8 @@ impl Rejection {
             | Self::BodyTooLarge { .. }
             | Self::UnsupportedMediaType
             | Self::NotAcceptable
-            | Self::RequestTimeout => code::INVALID_REQUEST,
+            | Self::RequestTimeout
+            | Self::CallerLimit { .. } => code::INVALID_REQUEST,
             Self::HeaderMismatch(_) => code::HEADER_MISMATCH,
             Self::InvalidParams(_) => code::INVALID_PARAMS,
             Self::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
@@ -151,6 +163,7 @@ impl Rejection {
             }
             Self::MethodNotFound(method) => format!("Method not found: {method}"),
             Self::Unavailable(why) => format!("Unavailable: {why}"),
+            Self::CallerLimit { why, .. } => format!("Too many requests: {why}"),
         }
     }
 
@@ -160,7 +173,9 @@ impl Rejection {
                 requested,
                 supported,
             } => Some(json!({ "supported": supported, "requested": requested })),
-            Self::BodyTooLarge { limit } => Some(json!({ "limit": limit })),
+            Self::BodyTooLarge { limit } | Self::CallerLimit { limit, .. } => {
+                Some(json!({ "limit": limit }))
+            }
             Self::MethodNotFound(method) => Some(json!({ "method": method })),
             Self::MissingCapability { required, .. } => {
                 Some(json!({ "requiredCapabilities": required }))
@@ -183,10 +198,17 @@ impl Rejection {
         response
             .headers_mut()
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        if self.status() == StatusCode::SERVICE_UNAVAILABLE {
+        let retry_after = match &self {
+            Self::Unavailable(_) => Some(1),
+            Self::CallerLimit {
+                retry_after_secs, ..
+            } => Some(*retry_after_secs),
+            _ => None,
+        };
+        if let Some(secs) = retry_after {
             response
                 .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
     }

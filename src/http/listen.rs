@@ -75,6 +75,12 @@ pub(super) async fn prepare(
                 ))
             }
             ListenRefusal::TooManyStreams => refuse(Rejection::Unavailable(refusal.to_string())),
+            ListenRefusal::TooManyStreamsForCaller { max } => refuse(Rejection::CallerLimit {
+                why: refusal.to_string(),
+                limit: max,
+                // A stream ends within MCP_LISTEN_MAX_SECS, often much sooner.
+                retry_after_secs: 10,
+            }),
             ListenRefusal::TasksNotDeclared => refuse(Rejection::MissingCapability {
                 required: serde_json::json!({
                     "extensions": { crate::tasks::EXTENSION: {} }

@@ -91,6 +91,16 @@ pub enum ListenRefusal {
     /// This process already holds `MCP_LISTEN_MAX_STREAMS` open streams (503; try again).
     #[error("too many open listen streams; try again shortly")]
     TooManyStreams,
+    /// The caller already holds `MCP_LISTEN_MAX_STREAMS_PER_CALLER` open streams on this
+    /// process (429; one of them must end first).
+    #[error(
+        "you already hold {max} open listen streams on this server, the most one caller may: \
+         close one (or let one end) before opening another, or watch more in one stream"
+    )]
+    TooManyStreamsForCaller {
+        /// The limit.
+        max: usize,
+    },
     /// The feed could not be read for the baseline, or left some of it unread (503; try
     /// again).
     #[error("{0}")]
@@ -129,6 +139,46 @@ pub(crate) struct ListenPlan {
     pub(crate) baseline: Vec<Observed>,
     /// The stream's place among `MCP_LISTEN_MAX_STREAMS`, given back when it ends.
     pub(crate) _permit: Arc<OwnedSemaphorePermit>,
+    /// Its place among its caller's `MCP_LISTEN_MAX_STREAMS_PER_CALLER`, likewise.
+    pub(crate) _caller_permit: Option<Arc<CallerPermit>>,
+}
+
+/// Open streams per authenticated caller (by owner key), on this process.
+type PerCaller = Arc<Mutex<HashMap<String, usize>>>;
+
+/// One open stream of a caller; given back when dropped.
+#[derive(Debug)]
+pub(crate) struct CallerPermit {
+    open: PerCaller,
+    owner: String,
+}
+
+impl CallerPermit {
+    /// A place for `owner`, unless it already holds `max`.
+    fn take(open: &PerCaller, owner: &str, max: usize) -> Option<Self> {
+        let mut counts = open.lock().expect("per-caller lock");
+        let held = counts.entry(owner.to_owned()).or_insert(0);
+        if *held >= max {
+            return None;
+        }
+        *held += 1;
+        Some(Self {
+            open: open.clone(),
+            owner: owner.to_owned(),
+        })
+    }
+}
+
+impl Drop for CallerPermit {
+    fn drop(&mut self) {
+        let mut counts = self.open.lock().expect("per-caller lock");
+        if let Some(held) = counts.get_mut(&self.owner) {
+            *held -= 1;
+            if *held == 0 {
+                counts.remove(&self.owner);
+            }
+        }
+    }
 }
 
 /// Which changes the server announces (its capabilities); nothing else is watched.
@@ -175,6 +225,7 @@ pub(crate) struct Listener {
     pub(crate) settings: ListenSettings,
     pub(crate) shutdown: Shutdown,
     streams: Arc<Semaphore>,
+    per_caller: PerCaller,
     /// The server runs durable tasks: `taskIds` are served (otherwise ignored, as any field
     /// the server does not know).
     serves_tasks: bool,
@@ -206,6 +257,7 @@ impl Listener {
             announced,
             serves_tasks,
             streams: Arc::new(Semaphore::new(settings.max_streams)),
+            per_caller: PerCaller::default(),
             settings,
             shutdown,
             fingerprints: Mutex::new(HashMap::new()),
@@ -326,6 +378,16 @@ impl Listener {
         {
             return Err(ListenRefusal::NothingRequested);
         }
+        // A caller's own limit first: a greedy caller is told so, never that the server is full.
+        let caller_permit = if caller.is_anonymous() {
+            None
+        } else {
+            let max = self.settings.max_streams_per_caller;
+            Some(Arc::new(
+                CallerPermit::take(&self.per_caller, caller.owner_key(), max)
+                    .ok_or(ListenRefusal::TooManyStreamsForCaller { max })?,
+            ))
+        };
         let permit = self
             .streams
             .clone()
@@ -439,6 +501,7 @@ impl Listener {
                 watched: kept.into(),
                 baseline: kept_baseline,
                 _permit: Arc::new(permit),
+                _caller_permit: caller_permit,
             },
         ))
     }
