@@ -1163,7 +1163,7 @@ async fn the_change_feed_reads_every_watched_item_in_one_request() {
         60_000,
         500,
     );
-    tasks.create(&task).await.unwrap();
+    tasks.create(&task, None).await.unwrap();
     let mut with_tasks = watches.clone();
     with_tasks.push(Watch::Task {
         owner: alice.clone(),
@@ -1395,7 +1395,30 @@ async fn each_task_operation_is_one_dynamodb_request() {
     }
 
     let t = task(&alice, 3_600_000);
-    one_request!("create", store.create(&t), "PutItem").unwrap();
+    one_request!("create", store.create(&t, None), "PutItem").unwrap();
+    // With a caller's quota the count goes up in the same request, and past it nothing is made.
+    let quota = mcp_lambda::tasks::CallerQuota {
+        max: 1,
+        window: std::time::Duration::from_secs(3600),
+    };
+    let counted = task(&mallory, 3_600_000);
+    one_request!(
+        "create, counted",
+        store.create(&counted, Some(quota)),
+        "TransactWriteItems"
+    )
+    .unwrap();
+    let over = task(&mallory, 3_600_000);
+    assert!(matches!(
+        one_request!(
+            "create, over the quota",
+            store.create(&over, Some(quota)),
+            "TransactWriteItems"
+        ),
+        Err(TaskError::CallerLimit { max: 1, .. })
+    ));
+    assert_eq!(store.get(&mallory, over.id).await, Err(TaskError::NotFound));
+    proxy.take();
     assert_eq!(
         one_request!("get", store.get(&alice, t.id), "GetItem").unwrap(),
         t
@@ -1467,7 +1490,7 @@ async fn each_task_operation_is_one_dynamodb_request() {
     );
 
     let u = task(&alice, 3_600_000);
-    one_request!("create", store.create(&u), "PutItem").unwrap();
+    one_request!("create", store.create(&u, None), "PutItem").unwrap();
     one_request!("claim", store.claim(u.id, 0, lease()), "UpdateItem").unwrap();
     assert_eq!(
         one_request!(
@@ -1517,7 +1540,7 @@ async fn a_task_write_whose_answer_is_lost_recognises_itself_on_retry() {
     // Each first attempt lands and its answer is lost; the retry finds this call's own write.
     proxy.swallow("PutItem", 1);
     store
-        .create(&t)
+        .create(&t, None)
         .await
         .expect("a retried create finds its own item");
     assert_eq!(proxy.take(), ["PutItem", "PutItem"], "create, retried");
@@ -1564,7 +1587,7 @@ async fn a_task_write_whose_answer_is_lost_recognises_itself_on_retry() {
     // Every answer lost: the create is not reported durable.
     let lost = task(&alice, 3_600_000);
     proxy.swallow("PutItem", 3);
-    let result = store.create(&lost).await;
+    let result = store.create(&lost, None).await;
     assert!(
         matches!(result, Err(TaskError::Unavailable(_))),
         "{result:?}"

@@ -284,7 +284,7 @@ async fn a_worker_that_stops_leaves_the_task_failed_never_working(store: Arc<dyn
     let handle = HandleId::random().unwrap();
     let now = mcp_now_ms();
     let record = TaskRecord::new(handle, "anonymous", json!({}), now, 3_600_000, 100);
-    store.create(&record).await.unwrap();
+    store.create(&record, None).await.unwrap();
     assert!(store.claim(handle, 0, now + 300).await.unwrap().is_some());
     let failed = until_terminal(&s.service, &handle.to_string()).await;
     assert_eq!(failed["status"], "failed", "{failed}");
@@ -300,6 +300,61 @@ async fn a_worker_that_stops_leaves_the_task_failed_never_working(store: Arc<dyn
     assert!(!store.finish(handle, 0, &late).await.unwrap());
     let later = get(&s.service, &handle.to_string()).await;
     assert_eq!(later["result"]["status"], "failed", "{later}");
+}
+
+/// One caller's tasks are bounded (`MCP_TASK_MAX_PER_CALLER` per task-TTL window): past it the
+/// greedy caller gets 429, -32600 with the limit and `Retry-After`, nothing is stored for it,
+/// and another caller still gets its task.
+async fn one_caller_cannot_fill_the_task_store(store: Arc<dyn TaskStore>) {
+    use mcp_lambda::testing::TestClient;
+    use support::jwt::{Issuer, TestKey};
+    const AUDIENCE: &str = "http://127.0.0.1:3000/mcp";
+    let key = TestKey::rsa("rsa-1");
+    let issuer = Issuer::start(&[&key]).await;
+    let mut settings = settings(60_000);
+    settings.max_per_caller = 3;
+    let tasks = Tasks::new(store, Dispatch::Local, settings);
+    let worker = Worker::new();
+    let server = App::new(fixture::config(&[
+        ("MCP_AUTH_ISSUER", issuer.url.as_str()),
+        ("MCP_AUTH_AUDIENCE", AUDIENCE),
+    ]))
+    .tasks(tasks, |_: &str, _: &mcp_lambda::Caller| {
+        TaskPolicy::Optional
+    })
+    .server(move || worker.clone());
+    let as_user = |sub: &str| {
+        TestClient::new(&server)
+            .with_token(key.sign(&issuer.claims(AUDIENCE, sub, "")))
+            .with_capabilities(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}))
+    };
+    let (greedy, other) = (as_user("greedy"), as_user("other"));
+    for _ in 0..3 {
+        let created = greedy.call_tool("work", json!({"ms": 0})).await;
+        assert_eq!(
+            created.result()["resultType"],
+            "task",
+            "{:?}",
+            created.messages
+        );
+    }
+    let refused = greedy.call_tool("work", json!({"ms": 0})).await;
+    assert_eq!(refused.status, 429, "{:?}", refused.messages);
+    assert_eq!(refused.error()["code"], -32600, "{:?}", refused.messages);
+    assert_eq!(refused.error()["data"]["limit"], 3);
+    let wait: u64 = refused.header("retry-after").unwrap().parse().unwrap();
+    assert!(
+        (1..=3600).contains(&wait),
+        "within the task-TTL window: {wait}"
+    );
+    let served = other.call_tool("work", json!({"ms": 0})).await;
+    assert_eq!(served.status, 200);
+    assert_eq!(
+        served.result()["resultType"],
+        "task",
+        "{:?}",
+        served.messages
+    );
 }
 
 /// The first read of a terminal status, and how many calls were still alive then.
@@ -533,7 +588,7 @@ async fn task_notifications_follow_a_task_to_its_end(store: Arc<dyn TaskStore>, 
         60_000,
         1000,
     );
-    store.create(&foreign).await.unwrap();
+    store.create(&foreign, None).await.unwrap();
     let asked = json!([
         id,
         foreign.id.to_string(),
@@ -708,6 +763,7 @@ on_both_stores!(
     a_task_cancelled_before_its_effect_never_has_it,
     a_task_cancelled_after_its_effect_shows_it_and_has_stopped,
     a_cancelled_task_stops_within_a_poll_interval,
+    one_caller_cannot_fill_the_task_store,
     an_unknown_task_id_is_invalid_params,
     an_input_round_is_answered_through_tasks_update,
 );
@@ -775,7 +831,7 @@ async fn a_task_round_is_refused(
         3_600_000,
         1000,
     );
-    store.create(&record).await.unwrap();
+    store.create(&record, None).await.unwrap();
     let body = serde_json::to_vec(&json!({"taskId": id.to_string(), "round": 0})).unwrap();
     let forged_tag = "0".repeat(64);
     let tokens = [
@@ -814,9 +870,10 @@ impl TaskStore for Recording {
     fn create<'a>(
         &'a self,
         task: &'a mcp_lambda::tasks::TaskRecord,
+        quota: Option<mcp_lambda::tasks::CallerQuota>,
     ) -> futures::future::BoxFuture<'a, Result<(), mcp_lambda::tasks::TaskError>> {
         self.created.lock().unwrap().push(task.id);
-        self.inner.create(task)
+        self.inner.create(task, quota)
     }
     fn get<'a>(
         &'a self,

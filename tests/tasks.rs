@@ -42,7 +42,7 @@ fn new_task(owner: &str, ttl_ms: u64) -> TaskRecord {
 
 async fn created(store: &dyn TaskStore, owner: &str) -> TaskRecord {
     let task = new_task(owner, HOUR_MS);
-    store.create(&task).await.unwrap();
+    store.create(&task, None).await.unwrap();
     task
 }
 
@@ -167,7 +167,7 @@ async fn a_created_task_reads_back_as_created(store: Arc<dyn TaskStore>) {
     let mut again = new_task(&alice, HOUR_MS);
     again.id = task.id;
     assert!(matches!(
-        store.create(&again).await,
+        store.create(&again, None).await,
         Err(TaskError::Invalid(_))
     ));
     assert_eq!(store.get(&alice, task.id).await.unwrap(), task);
@@ -207,7 +207,7 @@ async fn another_owner_gets_exactly_what_an_unknown_id_gets(store: Arc<dyn TaskS
 async fn an_expired_task_is_not_found_for_every_operation(store: Arc<dyn TaskStore>) {
     let alice = owner("alice");
     let task = new_task(&alice, 400);
-    store.create(&task).await.unwrap();
+    store.create(&task, None).await.unwrap();
     store.claim(task.id, 0, lease()).await.unwrap().unwrap();
     assert_eq!(store.get(&alice, task.id).await.unwrap().id, task.id);
     tokio::time::sleep(Duration::from_millis(700)).await;
@@ -578,7 +578,7 @@ async fn dynamodb_refuses_oversized_tasks_and_answers() {
     let mut big = new_task(&alice, HOUR_MS);
     big.call = json!({ "name": "t", "arguments": { "blob": "x".repeat(MAX_TASK_BYTES) } });
     assert!(matches!(
-        store.create(&big).await,
+        store.create(&big, None).await,
         Err(TaskError::Invalid(_))
     ));
     assert_eq!(store.get(&alice, big.id).await, Err(TaskError::NotFound));

@@ -75,6 +75,34 @@ pub(crate) struct TaskRound {
     pub(crate) stop: tokio_util::sync::CancellationToken,
 }
 
+/// Where the wrapper leaves a refusal's `data.retryAfterSecs` (a caller's limit, that waiting
+/// lifts), for the HTTP front to answer 429 with `Retry-After`: one per request.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RetryAfterSlot(Arc<std::sync::OnceLock<u64>>);
+
+impl RetryAfterSlot {
+    /// Records `error`'s `data.retryAfterSecs` in the request's slot, if both are there.
+    fn record(context: &RequestContext<RoleServer>, error: &ErrorData) {
+        let secs = error
+            .data
+            .as_ref()
+            .and_then(|d| d.get("retryAfterSecs"))
+            .and_then(serde_json::Value::as_u64);
+        let slot = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| p.extensions.get::<RetryAfterSlot>());
+        if let (Some(secs), Some(slot)) = (secs, slot) {
+            let _ = slot.0.set(secs);
+        }
+    }
+
+    /// The recorded seconds.
+    pub(crate) fn get(&self) -> Option<u64> {
+        self.0.get().copied()
+    }
+}
+
 /// Settings shared by every clone of [`Hosted`], built once at start-up.
 #[derive(Debug)]
 pub(crate) struct HostedSettings {
@@ -635,7 +663,10 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
                     // it (the version, the client's capabilities, a progress token).
                     params["_meta"] = serde_json::to_value(&context.meta)
                         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-                    let mut created = tasks.accept(&owner, caller, params).await?;
+                    let mut created = tasks
+                        .accept(&owner, caller, params)
+                        .await
+                        .inspect_err(|error| RetryAfterSlot::record(&context, error))?;
                     self.settings.stamp(&mut created.meta);
                     return Ok(CallToolResponse::Task(created));
                 }

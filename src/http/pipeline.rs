@@ -44,7 +44,7 @@ use super::{
 use crate::{
     auth::{Authenticator, metadata},
     cache::CacheSlot,
-    handler::Hosted,
+    handler::{Hosted, RetryAfterSlot},
     listen::Listener,
     rmcp_gaps,
     tasks::{Tasks, round_token},
@@ -251,11 +251,20 @@ impl<H: ServerHandler> McpService<H> {
         // 8. rmcp and the wrapped handler; the cache hint comes back through the slot.
         let slot = CacheSlot::default();
         parts.extensions.insert(slot.clone());
+        let retry = RetryAfterSlot::default();
+        parts.extensions.insert(retry.clone());
         let mut response = self.rmcp_step(parts, body, &checked).await?;
         if let Some(task_ids) = listen_task_ids {
             response = rmcp_gaps::acknowledge_task_ids(response, task_ids);
         }
-        // 9. Cache-Control (and Vary) from the result's hint.
+        // 9. A caller over its share: 429 with Retry-After (the body is the JSON-RPC error).
+        if let Some(secs) = retry.get() {
+            *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        // 10. Cache-Control (and Vary) from the result's hint.
         Ok(cache_headers::apply(response, &slot))
     }
 

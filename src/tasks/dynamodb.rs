@@ -73,12 +73,16 @@ use std::sync::Arc;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::{UpdateItemError, UpdateItemOutput};
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+    Update,
+};
 use futures::future::{BoxFuture, FutureExt};
 use serde_json::Value;
 
-use super::{RoundEnd, TaskError, TaskRecord, TaskState, TaskStore, now_ms};
+use super::{CallerQuota, RoundEnd, TaskError, TaskRecord, TaskState, TaskStore, now_ms};
 use crate::handles::HandleId;
 
 /// The largest task (its record as JSON) or answer this store writes, in bytes: DynamoDB's
@@ -405,6 +409,79 @@ fn compact(what: &str, value: &Value) -> Result<String, TaskError> {
     Ok(text)
 }
 
+impl DynamoDbTaskStore {
+    /// The task's put and its owner's count for the window (`q#t#<window>#<owner>`, expiring
+    /// with the window) in one `TransactWriteItems`: both or neither. The write id is the
+    /// transaction's idempotency token, so the SDK retrying a landed attempt succeeds.
+    async fn create_counted(
+        &self,
+        item: Item,
+        owner: &str,
+        quota: CallerQuota,
+        write_id: String,
+    ) -> Result<(), TaskError> {
+        let now = now_ms();
+        let (window, left) = quota.window_at(now);
+        let expires_at = (now + left.as_millis() as u64).div_ceil(1000) + 60;
+        let put = Put::builder()
+            .table_name(self.table.as_ref())
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .map_err(|e| TaskError::Invalid(e.to_string()))?;
+        let count = Update::builder()
+            .table_name(self.table.as_ref())
+            .key(PK, s(format!("q#t#{window}#{}", owner_digest(owner))))
+            .update_expression("ADD #n :one SET expires_at = :exp")
+            .condition_expression("attribute_not_exists(#n) OR #n < :max")
+            .expression_attribute_names("#n", "created")
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":exp", n(expires_at))
+            .expression_attribute_values(":max", n(quota.max))
+            .build()
+            .map_err(|e| TaskError::Invalid(e.to_string()))?;
+        let result = self
+            .client
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().put(put).build())
+            .transact_items(TransactWriteItem::builder().update(count).build())
+            .client_request_token(write_id)
+            .send()
+            .await;
+        let Err(e) = result else {
+            return Ok(());
+        };
+        let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) =
+            e.as_service_error()
+        else {
+            return Err(failure("TransactWriteItems", &e));
+        };
+        let failed = |at: usize| {
+            cancelled
+                .cancellation_reasons()
+                .get(at)
+                .and_then(|r| r.code())
+                == Some("ConditionalCheckFailed")
+        };
+        if failed(1) {
+            Err(quota.refusal(now))
+        } else if failed(0) {
+            Err(TaskError::Invalid("task id already in use".into()))
+        } else {
+            Err(failure("TransactWriteItems", &e))
+        }
+    }
+}
+
+/// The owner as a key part: fixed length (a subject can be long), and no subject in the key.
+fn owner_digest(owner: &str) -> String {
+    ring::digest::digest(&ring::digest::SHA256, owner.as_bytes())
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 fn token() -> Result<String, TaskError> {
     HandleId::random()
         .map(|id| id.to_string())
@@ -414,7 +491,11 @@ fn token() -> Result<String, TaskError> {
 const NOT_TERMINAL: &str = "NOT (#state IN (:completed, :failed, :cancelled))";
 
 impl TaskStore for DynamoDbTaskStore {
-    fn create<'a>(&'a self, task: &'a TaskRecord) -> BoxFuture<'a, Result<(), TaskError>> {
+    fn create<'a>(
+        &'a self,
+        task: &'a TaskRecord,
+        quota: Option<CallerQuota>,
+    ) -> BoxFuture<'a, Result<(), TaskError>> {
         async move {
             let size = serde_json::to_vec(task)
                 .map(|v| v.len())
@@ -478,6 +559,11 @@ impl TaskStore for DynamoDbTaskStore {
             if let Some((round, lease)) = task.claimed {
                 item.insert("claimed_round".to_owned(), n(round));
                 item.insert("lease_until_ms".to_owned(), n(lease));
+            }
+            if let Some(quota) = quota {
+                return self
+                    .create_counted(item, &task.owner, quota, write_id)
+                    .await;
             }
             let result = self
                 .client

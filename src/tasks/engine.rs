@@ -132,6 +132,7 @@ impl LambdaDispatch {
 /// |---|---|---|
 /// | `MCP_TASK_TTL_SECS` | `3600` | how long a task lives after creation (60–604800) |
 /// | `MCP_TASK_POLL_MS` | `1000` | the poll interval clients are told, and how often a worker looks for a cancel (100–60000) |
+/// | `MCP_TASK_MAX_PER_CALLER` | `100` | tasks one authenticated caller may create per `MCP_TASK_TTL_SECS` window (1–1000000), so it holds at most twice that; more get 429, -32600 |
 /// | `MCP_TASK_LEASE_SECS` | `900` | how long a local worker's claim on a round holds (1–86400); a round still working shortly before it runs out is stopped and recorded `failed` |
 ///
 /// The store follows the handle store: `MCP_HANDLES_TABLE` set → DynamoDB on that table,
@@ -147,6 +148,10 @@ pub struct TaskSettings {
     /// deadline). A round still working shortly before it runs out is stopped and recorded
     /// `failed`.
     pub lease: Duration,
+    /// Tasks one authenticated caller may create per `ttl` window (`MCP_TASK_MAX_PER_CALLER`).
+    /// With auth off every client is the same anonymous caller, so only the store's own
+    /// limits apply.
+    pub max_per_caller: u32,
 }
 
 impl Default for TaskSettings {
@@ -155,12 +160,14 @@ impl Default for TaskSettings {
             ttl: Duration::from_secs(3600),
             poll_interval: Duration::from_millis(1000),
             lease: Duration::from_secs(900),
+            max_per_caller: 100,
         }
     }
 }
 
 impl TaskSettings {
-    /// Reads `MCP_TASK_TTL_SECS`, `MCP_TASK_POLL_MS` and `MCP_TASK_LEASE_SECS`.
+    /// Reads `MCP_TASK_TTL_SECS`, `MCP_TASK_POLL_MS`, `MCP_TASK_LEASE_SECS` and
+    /// `MCP_TASK_MAX_PER_CALLER`.
     pub(crate) fn from_env(env: &crate::env::Env<'_>) -> Result<Self, crate::env::ConfigError> {
         Ok(Self {
             ttl: env.secs(
@@ -181,6 +188,12 @@ impl TaskSettings {
                 1..=86_400,
                 "whole seconds between 1 and 86400, e.g. 900",
             )?,
+            max_per_caller: env.number(
+                "MCP_TASK_MAX_PER_CALLER",
+                100,
+                1..=1_000_000,
+                "a whole number between 1 and 1000000, e.g. 100",
+            )? as u32,
         })
     }
 
@@ -288,6 +301,12 @@ fn internal(error: TaskError) -> ErrorData {
     match error {
         TaskError::NotFound => unknown_task(),
         TaskError::Invalid(why) => ErrorData::invalid_params(why, None),
+        limit @ TaskError::CallerLimit {
+            max, retry_after, ..
+        } => ErrorData::invalid_request(
+            limit.to_string(),
+            Some(json!({ "limit": max, "retryAfterSecs": retry_after.as_secs().max(1) })),
+        ),
         TaskError::Unavailable(why) => {
             tracing::warn!(reason = %why, "task store unavailable");
             ErrorData::internal_error("the task store is unavailable; try again shortly", None)
@@ -401,8 +420,13 @@ impl Tasks {
             self.settings.ttl.as_millis() as u64,
             self.settings.poll_interval.as_millis() as u64,
         );
+        // One caller's share, unless every client is the same anonymous caller.
+        let quota = caller.is_some().then(|| super::CallerQuota {
+            max: self.settings.max_per_caller,
+            window: self.settings.ttl,
+        });
         // Durable first: no CreateTaskResult for a task another instance could not find.
-        self.store.create(&record).await.map_err(internal)?;
+        self.store.create(&record, quota).await.map_err(internal)?;
         self.dispatch(id, 0).await?;
         Ok(CreateTaskResult::new(task_of(&record, TaskStatus::Working)))
     }

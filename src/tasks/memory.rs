@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use futures::future::{BoxFuture, FutureExt};
 use serde_json::Value;
 
-use super::{RoundEnd, TaskError, TaskRecord, TaskState, TaskStore, now_ms};
+use super::{CallerQuota, RoundEnd, TaskError, TaskRecord, TaskState, TaskStore, now_ms};
 use crate::handles::HandleId;
 
 /// The most tasks kept at once; creating more answers [`TaskError::Unavailable`] until some
@@ -17,6 +17,8 @@ pub const MAX_MEMORY_TASKS: usize = 10_000;
 #[derive(Debug, Default)]
 pub struct MemoryTaskStore {
     tasks: Mutex<HashMap<HandleId, TaskRecord>>,
+    /// Tasks created per (owner, quota window), current windows only.
+    created: Mutex<HashMap<(String, u64), u32>>,
 }
 
 impl MemoryTaskStore {
@@ -45,8 +47,24 @@ impl MemoryTaskStore {
 }
 
 impl TaskStore for MemoryTaskStore {
-    fn create<'a>(&'a self, task: &'a TaskRecord) -> BoxFuture<'a, Result<(), TaskError>> {
+    fn create<'a>(
+        &'a self,
+        task: &'a TaskRecord,
+        quota: Option<CallerQuota>,
+    ) -> BoxFuture<'a, Result<(), TaskError>> {
         let result = self.with(|tasks| {
+            let mut created = self.created.lock().expect("task quota lock");
+            let now = now_ms();
+            let counted = quota.map(|quota| {
+                let (window, _) = quota.window_at(now);
+                created.retain(|(_, w), _| *w >= window);
+                (quota, (task.owner.clone(), window))
+            });
+            if let Some((quota, key)) = &counted
+                && created.get(key).copied().unwrap_or(0) >= quota.max
+            {
+                return Err(quota.refusal(now));
+            }
             if tasks.len() >= MAX_MEMORY_TASKS {
                 return Err(TaskError::Unavailable(format!(
                     "{MAX_MEMORY_TASKS} tasks are kept in memory already"
@@ -56,6 +74,9 @@ impl TaskStore for MemoryTaskStore {
                 return Err(TaskError::Invalid("task id already in use".into()));
             }
             tasks.insert(task.id, task.clone());
+            if let Some((_, key)) = counted {
+                *created.entry(key).or_insert(0) += 1;
+            }
             Ok(())
         });
         futures::future::ready(result).boxed()

@@ -32,7 +32,7 @@ pub(crate) use engine::{EXTENSION, client_view};
 pub use memory::{MAX_MEMORY_TASKS, MemoryTaskStore};
 pub use record::{TaskRecord, TaskState};
 pub(crate) use stop::until_stopped;
-pub use store::{RoundEnd, TaskError, TaskStore};
+pub use store::{CallerQuota, RoundEnd, TaskError, TaskStore};
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -1,6 +1,7 @@
 //! The task store: every operation one backend request, owner-bound like handles.
 
 use std::fmt;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -23,6 +24,48 @@ pub enum TaskError {
     /// The request is wrong (too large, too many keys).
     #[error("invalid task request: {0}")]
     Invalid(String),
+    /// The owner already created as many tasks in this window as one caller may (nothing was
+    /// stored; the window turns after `retry_after`).
+    #[error(
+        "you have created {max} tasks in the last {window_secs} s, the most one caller may; \
+         try again in {} s", retry_after.as_secs().max(1)
+    )]
+    CallerLimit {
+        /// The limit.
+        max: u32,
+        /// The window's length, in seconds.
+        window_secs: u64,
+        /// Until the window turns.
+        retry_after: Duration,
+    },
+}
+
+/// At most `max` tasks created by one owner per `window` (windows aligned to the epoch): what
+/// one caller holds is then at most `2 × max` while tasks live no longer than a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallerQuota {
+    /// Tasks per window.
+    pub max: u32,
+    /// The window.
+    pub window: Duration,
+}
+
+impl CallerQuota {
+    /// The window `now_ms` falls in, and how long until it turns.
+    pub(crate) fn window_at(&self, now_ms: u64) -> (u64, Duration) {
+        let length = (self.window.as_millis() as u64).max(1);
+        let index = now_ms / length;
+        (index, Duration::from_millis((index + 1) * length - now_ms))
+    }
+
+    /// The refusal for this quota at `now_ms`.
+    pub(crate) fn refusal(&self, now_ms: u64) -> TaskError {
+        TaskError::CallerLimit {
+            max: self.max,
+            window_secs: self.window.as_secs(),
+            retry_after: self.window_at(now_ms).1,
+        }
+    }
 }
 
 /// How a round ended, as the worker records it.
@@ -68,8 +111,14 @@ impl RoundEnd {
 /// service retries asynchronous invocations) can neither run the tool again nor overwrite a
 /// result.
 pub trait TaskStore: Send + Sync + fmt::Debug + 'static {
-    /// Stores a new task; once this returns `Ok`, a `get` from any instance finds it.
-    fn create<'a>(&'a self, task: &'a TaskRecord) -> BoxFuture<'a, Result<(), TaskError>>;
+    /// Stores a new task; once this returns `Ok`, a `get` from any instance finds it. With a
+    /// `quota`, its owner's count in the current window goes up in the same request, and a
+    /// create past it stores nothing ([`TaskError::CallerLimit`]).
+    fn create<'a>(
+        &'a self,
+        task: &'a TaskRecord,
+        quota: Option<CallerQuota>,
+    ) -> BoxFuture<'a, Result<(), TaskError>>;
 
     /// Reads a task (strongly consistent).
     fn get<'a>(
