@@ -269,6 +269,22 @@ async fn an_oversized_chunked_body_written_before_reading_gets_its_413() {
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
 }
 
+/// A head far over the 64 KiB limit (an 8 MiB `Authorization`), written whole before reading:
+/// the client gets its 431, not a reset.
+#[tokio::test]
+async fn an_oversized_header_block_written_before_reading_gets_its_431() {
+    let basket = start(&[]).await;
+    let head = post_head(basket.addr, "Content-Length: 2");
+    let (start, rest) = head.split_at(head.find("Content-Length").unwrap());
+    let mut bytes = start.as_bytes().to_vec();
+    bytes.extend_from_slice(b"Authorization: Bearer ");
+    bytes.extend_from_slice(&vec![b'a'; OVERSIZED]);
+    bytes.extend_from_slice(b"\r\n");
+    bytes.extend_from_slice(rest.as_bytes());
+    let answer = write_all_then_read(basket.addr, "", &bytes).await;
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+}
+
 #[tokio::test]
 async fn the_lingering_close_is_bounded_in_time() {
     let basket = start(&[]).await;

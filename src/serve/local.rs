@@ -12,7 +12,8 @@
 //!   yet gets [`FIRST_REQUEST_GRACE`] to begin it, and is answered too. [`serve`] returns once they are all gone, or
 //!   when `MCP_DRAIN_SECS` has passed (what is still open is dropped), or at a second signal.
 //! - **Lingering close.** A response sent before the request body was read (413 on a declared
-//!   length, 408, an early refusal) leaves the rest of the body on its way. Closing the socket
+//!   length, 408, an early refusal), or before a refused head was read whole (431 over
+//!   64 KiB), leaves the rest of the request on its way. Closing the socket
 //!   with unread bytes in its receive buffer makes the kernel send a reset, and a client that
 //!   writes its whole body before reading (Python's urllib, most raw-socket clients) then sees
 //!   "connection reset" instead of its 413. So such a connection is half-closed after the
@@ -300,11 +301,14 @@ async fn connection<H>(
             }
         }
     };
+    // A head hyper refused (431 over MAX_HEAD_BYTES, 400 malformed) was answered while the
+    // client may still be sending it: like an unread body, it needs the lingering close.
+    let refused_head = served.as_ref().is_err_and(hyper::Error::is_parse);
     if let Err(error) = served {
         tracing::debug!(%error, "connection closed with an error");
     }
     let mut stream = conn.into_parts().io.into_inner();
-    if unread.load(Ordering::Relaxed) {
+    if unread.load(Ordering::Relaxed) || refused_head {
         linger(stream).await;
     } else {
         let _ = stream.shutdown().await;
