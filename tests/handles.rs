@@ -681,3 +681,52 @@ async fn typed_handles_are_bound_to_the_caller_and_their_kind(store: Arc<dyn Han
     tallies.delete(&alice, t.id).await.unwrap();
     assert_eq!(tallies.read(&alice, t.id).await, Err(HandleError::NotFound));
 }
+
+/// One caller's share (`CallerQuota`, `MCP_HANDLES_MAX_PER_CALLER`): past it `create` answers
+/// `CallerLimit` and stores nothing; another caller, and the anonymous one every client shares
+/// with auth off, still create.
+async fn one_caller_cannot_fill_the_store(store: Arc<dyn HandleStore>) {
+    let (greedy, other) = (owner("greedy"), owner("other"));
+    for _ in 0..2 {
+        store.create(&greedy, "k", json!(0), HOUR).await.unwrap();
+    }
+    match store.create(&greedy, "k", json!(0), HOUR).await {
+        Err(HandleError::CallerLimit {
+            max: 2,
+            window_secs: 3600,
+            retry_after,
+        }) => assert!(retry_after <= HOUR, "{retry_after:?}"),
+        other => panic!("expected the caller's limit, got {other:?}"),
+    }
+    store.create(&other, "k", json!(0), HOUR).await.unwrap();
+    for _ in 0..3 {
+        store
+            .create("anonymous", "k", json!(0), HOUR)
+            .await
+            .unwrap();
+    }
+}
+
+fn quota() -> handles::CallerQuota {
+    handles::CallerQuota {
+        max: 2,
+        window: HOUR,
+    }
+}
+
+#[tokio::test]
+async fn one_caller_cannot_fill_the_memory_store() {
+    let store = handles::MemoryHandleStore::new().with_caller_quota(quota());
+    one_caller_cannot_fill_the_store(Arc::new(store)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_caller_cannot_fill_the_dynamodb_store() {
+    let Some(endpoint) = support::dynamodb::endpoint("the DynamoDB handle quota") else {
+        return;
+    };
+    let store = support::dynamodb::store(&endpoint)
+        .await
+        .with_caller_quota(quota());
+    one_caller_cannot_fill_the_store(Arc::new(store)).await;
+}

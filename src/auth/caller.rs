@@ -6,7 +6,8 @@ use rmcp::{RoleServer, service::RequestContext};
 use super::Principal;
 
 /// The owner key every anonymous caller shares (auth off).
-const ANONYMOUS: &str = "anonymous";
+/// The owner key every client shares when auth is off.
+pub(crate) const ANONYMOUS: &str = "anonymous";
 
 /// The caller of the request being handled: its verified [`Principal`], or the one anonymous
 /// caller when auth is off.

@@ -15,6 +15,7 @@ mod settings;
 mod token_cache;
 
 pub use bearer::{Authenticator, Challenge, Refusal};
+pub(crate) use caller::ANONYMOUS as ANONYMOUS_OWNER;
 pub use caller::Caller;
 pub use jwt::TokenError;
 pub use principal::Principal;

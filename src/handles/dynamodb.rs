@@ -73,7 +73,10 @@ use aws_sdk_dynamodb::types::{
 };
 use futures::future::{BoxFuture, FutureExt};
 
-use super::{Handle, HandleError, HandleId, HandleStore, OpenError, epoch_ms, expiry_ms, validate};
+use super::{
+    CallerQuota, Handle, HandleError, HandleId, HandleStore, OpenError, epoch_ms, expiry_ms,
+    validate,
+};
 use crate::aws::AwsTimeouts;
 
 /// The table definition, as CloudFormation `AWS::DynamoDB::Table` properties: the one copy in
@@ -112,6 +115,7 @@ type Item = HashMap<String, AttributeValue>;
 pub struct DynamoDbHandleStore {
     client: Client,
     table: Arc<str>,
+    quota: Option<CallerQuota>,
 }
 
 impl fmt::Debug for DynamoDbHandleStore {
@@ -127,6 +131,7 @@ impl fmt::Debug for DynamoDbHandleStore {
 pub(super) async fn open(
     table: &str,
     timeouts: &AwsTimeouts,
+    quota: CallerQuota,
 ) -> Result<Arc<dyn HandleStore>, OpenError> {
     let sdk = crate::aws::shared_config(timeouts).await;
     if sdk.region().is_none() {
@@ -135,7 +140,8 @@ pub(super) async fn open(
             reason: "no AWS region; set AWS_REGION (Lambda sets it)".into(),
         });
     }
-    let store = DynamoDbHandleStore::new(crate::aws::dynamodb_client(&sdk), table);
+    let store =
+        DynamoDbHandleStore::new(crate::aws::dynamodb_client(&sdk), table).with_caller_quota(quota);
     let started = std::time::Instant::now();
     match store.warm_up().await {
         Ok(()) => tracing::info!(
@@ -160,7 +166,16 @@ impl DynamoDbHandleStore {
         Self {
             client,
             table: Arc::from(table.into()),
+            quota: None,
         }
+    }
+
+    /// Bounds what one authenticated owner creates (see [`CallerQuota`]): a counted create is
+    /// the handle's put and the owner's count in one `TransactWriteItems`; past it `create`
+    /// answers [`HandleError::CallerLimit`] and stores nothing.
+    pub fn with_caller_quota(mut self, quota: CallerQuota) -> Self {
+        self.quota = Some(quota);
+        self
     }
 
     /// The table name or ARN.
@@ -333,6 +348,85 @@ impl DynamoDbHandleStore {
 
     fn key(id: HandleId) -> (String, AttributeValue) {
         (PK.to_owned(), AttributeValue::S(partition_key(id)))
+    }
+
+    /// `create` under the quota: the handle's put and its owner's count for the window
+    /// (`q#h#<window>#<sha256(owner)>`, expiring with the window) in one `TransactWriteItems`,
+    /// both or neither. The write id is the transaction's idempotency token, so the SDK
+    /// retrying a landed attempt succeeds.
+    async fn create_counted(
+        &self,
+        handle: Handle,
+        quota: CallerQuota,
+        write_id: String,
+        now: u64,
+    ) -> Result<Handle, HandleError> {
+        use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+        use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
+        let invalid = |e: aws_sdk_dynamodb::error::BuildError| HandleError::Invalid(e.to_string());
+        let (pk, pk_value) = Self::key(handle.id);
+        let (window, left) = quota.window_at(now);
+        let put = Put::builder()
+            .table_name(self.table.as_ref())
+            .item(pk, pk_value)
+            .item("owner", s(&handle.owner))
+            .item("kind", s(&handle.kind))
+            .item("data", s(handle.data.to_string()))
+            .item("version", n(1))
+            .item("created_at", n(now))
+            .item("expires_at", n(handle.expires_at_secs()))
+            .item("expires_at_ms", n(handle.expires_at_ms))
+            .item("write_id", s(write_id.clone()))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .map_err(invalid)?;
+        let owner = CallerQuota::owner_digest(&handle.owner);
+        let count = Update::builder()
+            .table_name(self.table.as_ref())
+            .key(PK, s(format!("q#h#{window}#{owner}")))
+            .update_expression("ADD #n :one SET expires_at = :exp")
+            .condition_expression("attribute_not_exists(#n) OR #n < :max")
+            .expression_attribute_names("#n", "created")
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":exp", n((now + left.as_millis() as u64) / 1000 + 60))
+            .expression_attribute_values(":max", n(u64::from(quota.max)))
+            .build()
+            .map_err(invalid)?;
+        let attempts = Attempts::default();
+        let result = self
+            .client
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().put(put).build())
+            .transact_items(TransactWriteItem::builder().update(count).build())
+            .client_request_token(write_id)
+            .customize()
+            .interceptor(attempts.clone())
+            .send()
+            .await;
+        let Err(e) = result else {
+            return Ok(handle);
+        };
+        let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) =
+            e.as_service_error()
+        else {
+            return Err(failure("TransactWriteItems", &e, Some(&attempts)));
+        };
+        let failed = |at: usize| {
+            cancelled
+                .cancellation_reasons()
+                .get(at)
+                .and_then(|r| r.code())
+                == Some("ConditionalCheckFailed")
+        };
+        if failed(1) {
+            Err(HandleError::over_quota(&quota, now))
+        } else if failed(0) {
+            Err(HandleError::Unavailable(
+                "a random handle id collided with an existing one; try again".into(),
+            ))
+        } else {
+            Err(failure("TransactWriteItems", &e, Some(&attempts)))
+        }
     }
 }
 
@@ -571,6 +665,9 @@ impl HandleStore for DynamoDbHandleStore {
             let write_id = HandleId::random()?.to_string();
             let now = now_ms();
             let handle = Handle::created(id, owner, kind, data, now, ttl);
+            if let Some(quota) = self.quota.filter(|_| CallerQuota::counts(owner)) {
+                return self.create_counted(handle, quota, write_id, now).await;
+            }
             let (pk, pk_value) = Self::key(id);
             let attempts = Attempts::default();
             let result = self

@@ -8,7 +8,9 @@ use std::time::{Duration, SystemTime};
 
 use futures::future::{self, BoxFuture, FutureExt};
 
-use super::{Handle, HandleError, HandleId, HandleStore, epoch_ms, expiry_ms, validate};
+use super::{
+    CallerQuota, Handle, HandleError, HandleId, HandleStore, epoch_ms, expiry_ms, validate,
+};
 
 /// Live handles the store holds before it refuses new ones (after first dropping expired ones).
 const DEFAULT_CAPACITY: usize = 100_000;
@@ -47,12 +49,15 @@ pub struct MemoryHandleStore {
     inner: Arc<Mutex<Inner>>,
     clock: Arc<Clock>,
     capacity: usize,
+    quota: Option<CallerQuota>,
 }
 
 #[derive(Default)]
 struct Inner {
     handles: HashMap<HandleId, Handle>,
     creates_since_sweep: u32,
+    /// Handles created per (owner, quota window), current windows only.
+    created: HashMap<(String, u64), u32>,
 }
 
 impl MemoryHandleStore {
@@ -62,7 +67,15 @@ impl MemoryHandleStore {
             inner: Arc::default(),
             clock: Arc::new(SystemTime::now),
             capacity: DEFAULT_CAPACITY,
+            quota: None,
         }
+    }
+
+    /// Bounds what one authenticated owner creates (see [`CallerQuota`]), so no caller fills
+    /// the store for the others; past it `create` answers [`HandleError::CallerLimit`].
+    pub fn with_caller_quota(mut self, quota: CallerQuota) -> Self {
+        self.quota = Some(quota);
+        self
     }
 
     /// Sets how many live handles the store holds before refusing new ones.
@@ -130,6 +143,19 @@ impl MemoryHandleStore {
             inner.handles.retain(|_, h| h.expires_at_ms > now);
             inner.creates_since_sweep = 0;
         }
+        let counted = self
+            .quota
+            .filter(|_| CallerQuota::counts(owner))
+            .map(|quota| {
+                let (window, _) = quota.window_at(now);
+                inner.created.retain(|(_, w), _| *w >= window);
+                (quota, (owner.to_owned(), window))
+            });
+        if let Some((quota, key)) = &counted
+            && inner.created.get(key).copied().unwrap_or(0) >= quota.max
+        {
+            return Err(HandleError::over_quota(quota, now));
+        }
         if inner.handles.len() >= self.capacity {
             return Err(HandleError::Unavailable(format!(
                 "the in-memory handle store is full ({} live handles)",
@@ -144,6 +170,9 @@ impl MemoryHandleStore {
         };
         let handle = Handle::created(id, owner, kind, data, now, ttl);
         inner.handles.insert(id, handle.clone());
+        if let Some((_, key)) = counted {
+            *inner.created.entry(key).or_insert(0) += 1;
+        }
         Ok(handle)
     }
 

@@ -69,6 +69,7 @@
 mod dynamodb;
 mod id;
 mod memory;
+mod quota;
 mod settings;
 mod typed;
 
@@ -83,6 +84,7 @@ pub(crate) use dynamodb::partition_key;
 pub use dynamodb::{DynamoDbHandleStore, TABLE_DEFINITION, TOMBSTONE_TTL};
 pub use id::{HandleId, ParseHandleIdError};
 pub use memory::MemoryHandleStore;
+pub use quota::CallerQuota;
 pub use settings::{HandleSettings, OpenError};
 pub use typed::{
     HandleWrites, Handles, MAX_ATTEMPTS, MAX_REQUEST_KEY_BYTES, MAX_REQUEST_KEYS, RequestKey,
@@ -212,6 +214,31 @@ pub enum HandleError {
         /// What it was first used for.
         change: String,
     },
+    /// The owner already created as many handles in this window as one caller may (the
+    /// store's [`CallerQuota`]); nothing was stored. The window turns after `retry_after`.
+    #[error(
+        "you have created {max} items in the last {window_secs} s, the most one caller may; \
+         try again in {} s, or reuse or delete ones you have", retry_after.as_secs().max(1)
+    )]
+    CallerLimit {
+        /// The limit.
+        max: u32,
+        /// The window's length, in seconds.
+        window_secs: u64,
+        /// Until the window turns.
+        retry_after: std::time::Duration,
+    },
+}
+
+impl HandleError {
+    /// The refusal of `quota` at `now_ms`.
+    pub(crate) fn over_quota(quota: &CallerQuota, now_ms: u64) -> Self {
+        Self::CallerLimit {
+            max: quota.max,
+            window_secs: quota.window.as_secs(),
+            retry_after: quota.window_at(now_ms).1,
+        }
+    }
 }
 
 /// A tool may return `Result<_, HandleError>`: the error becomes the tool result's text

@@ -8,7 +8,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use super::{HandleStore, MemoryHandleStore};
+use super::{CallerQuota, HandleStore, MemoryHandleStore};
 use crate::env::{ConfigError, Env, Mode, parse_arn};
 
 /// The handle store's settings, read once at start-up.
@@ -28,9 +28,16 @@ pub struct HandleSettings {
     /// Timeouts of DynamoDB calls (read and checked in every build, so a bad value is
     /// refused the same way with or without the `dynamodb` feature).
     pub timeouts: crate::aws::AwsTimeouts,
+    /// Handles one authenticated caller may create per hour (`MCP_HANDLES_MAX_PER_CALLER`),
+    /// so it holds at most twice that; with auth off every client is the same anonymous
+    /// caller, so none applies.
+    pub max_per_caller: u32,
     /// Whether the process runs on Lambda, where in-memory handles do not survive.
     on_lambda: bool,
 }
+
+/// The window of [`HandleSettings::max_per_caller`].
+pub(crate) const HANDLE_QUOTA_WINDOW: Duration = Duration::from_secs(3600);
 
 /// Why a handle store could not be opened at start-up.
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +86,12 @@ impl HandleSettings {
             ttl,
             table,
             timeouts: crate::aws::AwsTimeouts::from_env(env)?,
+            max_per_caller: env.number(
+                "MCP_HANDLES_MAX_PER_CALLER",
+                1000,
+                1..=10_000_000,
+                "a whole number between 1 and 10000000, e.g. 1000",
+            )? as u32,
             on_lambda: env.mode() == Mode::Lambda,
         })
     }
@@ -116,11 +129,13 @@ impl HandleSettings {
                      other instances (and this one after a restart) will not find them"
                 );
             }
-            return Ok(Arc::new(MemoryHandleStore::new()));
+            return Ok(Arc::new(
+                MemoryHandleStore::new().with_caller_quota(self.caller_quota()),
+            ));
         };
         #[cfg(feature = "dynamodb")]
         {
-            super::dynamodb::open(table, &self.timeouts).await
+            super::dynamodb::open(table, &self.timeouts, self.caller_quota()).await
         }
         #[cfg(not(feature = "dynamodb"))]
         {
@@ -130,6 +145,14 @@ impl HandleSettings {
                          mcp-lambda, or leave the table unset to keep handles in memory"
                     .into(),
             })
+        }
+    }
+
+    /// One caller's share of the store.
+    fn caller_quota(&self) -> CallerQuota {
+        CallerQuota {
+            max: self.max_per_caller,
+            window: HANDLE_QUOTA_WINDOW,
         }
     }
 }

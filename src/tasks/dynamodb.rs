@@ -431,7 +431,10 @@ impl DynamoDbTaskStore {
             .map_err(|e| TaskError::Invalid(e.to_string()))?;
         let count = Update::builder()
             .table_name(self.table.as_ref())
-            .key(PK, s(format!("q#t#{window}#{}", owner_digest(owner))))
+            .key(
+                PK,
+                s(format!("q#t#{window}#{}", CallerQuota::owner_digest(owner))),
+            )
             .update_expression("ADD #n :one SET expires_at = :exp")
             .condition_expression("attribute_not_exists(#n) OR #n < :max")
             .expression_attribute_names("#n", "created")
@@ -464,22 +467,13 @@ impl DynamoDbTaskStore {
                 == Some("ConditionalCheckFailed")
         };
         if failed(1) {
-            Err(quota.refusal(now))
+            Err(super::store::over_quota(&quota, now))
         } else if failed(0) {
             Err(TaskError::Invalid("task id already in use".into()))
         } else {
             Err(failure("TransactWriteItems", &e))
         }
     }
-}
-
-/// The owner as a key part: fixed length (a subject can be long), and no subject in the key.
-fn owner_digest(owner: &str) -> String {
-    ring::digest::digest(&ring::digest::SHA256, owner.as_bytes())
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 fn token() -> Result<String, TaskError> {

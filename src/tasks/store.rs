@@ -7,6 +7,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::{TaskRecord, TaskState};
+pub use crate::handles::CallerQuota;
 use crate::handles::HandleId;
 
 /// Why a task store operation failed.
@@ -40,31 +41,12 @@ pub enum TaskError {
     },
 }
 
-/// At most `max` tasks created by one owner per `window` (windows aligned to the epoch): what
-/// one caller holds is then at most `2 × max` while tasks live no longer than a window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CallerQuota {
-    /// Tasks per window.
-    pub max: u32,
-    /// The window.
-    pub window: Duration,
-}
-
-impl CallerQuota {
-    /// The window `now_ms` falls in, and how long until it turns.
-    pub(crate) fn window_at(&self, now_ms: u64) -> (u64, Duration) {
-        let length = (self.window.as_millis() as u64).max(1);
-        let index = now_ms / length;
-        (index, Duration::from_millis((index + 1) * length - now_ms))
-    }
-
-    /// The refusal for this quota at `now_ms`.
-    pub(crate) fn refusal(&self, now_ms: u64) -> TaskError {
-        TaskError::CallerLimit {
-            max: self.max,
-            window_secs: self.window.as_secs(),
-            retry_after: self.window_at(now_ms).1,
-        }
+/// The refusal of `quota` at `now_ms`.
+pub(crate) fn over_quota(quota: &CallerQuota, now_ms: u64) -> TaskError {
+    TaskError::CallerLimit {
+        max: quota.max,
+        window_secs: quota.window.as_secs(),
+        retry_after: quota.window_at(now_ms).1,
     }
 }
 

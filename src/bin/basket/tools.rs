@@ -201,6 +201,13 @@ pub(crate) enum ToolError {
     Unconfirmed(Unconfirmed),
     /// Too many concurrent writers on one basket.
     Busy,
+    /// The caller created as many baskets as one caller may for now.
+    TooMany {
+        /// Baskets per window.
+        max: u32,
+        /// Seconds until more may be created.
+        retry_after_secs: u64,
+    },
     /// A bug or corrupt data; details are logged, not shown.
     Internal,
 }
@@ -243,6 +250,13 @@ impl ToolError {
             Self::Busy => "The basket is being changed by other requests right now. Nothing was \
                 changed; try the same call again."
                 .into(),
+            Self::TooMany {
+                max,
+                retry_after_secs,
+            } => format!(
+                "You have created {max} baskets recently, the most one caller may; no basket was \
+                 created. Use one you have (view_basket), or try again in {retry_after_secs} s."
+            ),
             Self::Internal => "Something went wrong on the server. Try again; if it keeps \
                 failing, call create_basket for a new basket."
                 .into(),
@@ -576,6 +590,12 @@ impl Basket {
         match error {
             HandleError::NotFound => ToolError::Gone(self.ttl),
             HandleError::Conflict { .. } => ToolError::Busy,
+            HandleError::CallerLimit {
+                max, retry_after, ..
+            } => ToolError::TooMany {
+                max,
+                retry_after_secs: retry_after.as_secs().max(1),
+            },
             HandleError::Unavailable(reason) | HandleError::Indeterminate(reason) => {
                 tracing::warn!(%reason, "handle store unavailable");
                 ToolError::Unavailable
