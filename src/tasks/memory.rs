@@ -63,7 +63,7 @@ impl TaskStore for MemoryTaskStore {
             if let Some((quota, key)) = &counted
                 && created.get(key).copied().unwrap_or(0) >= quota.max
             {
-                return Err(super::store::over_quota(&quota, now));
+                return Err(super::store::over_quota(quota, now));
             }
             if tasks.len() >= MAX_MEMORY_TASKS {
                 return Err(TaskError::Unavailable(format!(
