@@ -283,6 +283,11 @@ async fn an_oversized_header_block_written_before_reading_gets_its_431() {
     bytes.extend_from_slice(rest.as_bytes());
     let answer = write_all_then_read(basket.addr, "", &bytes).await;
     assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+    // Answered like an oversized body: a JSON-RPC error naming the limit.
+    let body = answer.split_once("\r\n\r\n").unwrap().1;
+    let error: serde_json::Value = serde_json::from_str(body).expect(body);
+    assert_eq!(error["error"]["code"], -32600, "{body}");
+    assert_eq!(error["error"]["data"]["limit"], 65_536, "{body}");
 }
 
 #[tokio::test]

@@ -46,6 +46,7 @@ use tokio::{
 };
 use tower::Service as _;
 
+use super::refused_head::RefusedHead;
 use crate::{
     env::{ConfigError, Env},
     error::Error,
@@ -274,7 +275,10 @@ async fn connection<H>(
         .header_read_timeout(read_timeout)
         .max_header_size(MAX_HEAD_BYTES)
         .max_buf_size(64 * 1024)
-        .serve_connection(TokioIo::new(stream), hyper_service);
+        .serve_connection(
+            TokioIo::new(RefusedHead::new(stream, MAX_HEAD_BYTES)),
+            hyper_service,
+        );
     // hyper's graceful shutdown closes a connection it has read nothing from yet, even when
     // its first request is already waiting in the socket (a connection accepted just before the
     // signal, or taken from the backlog): that request would be lost. So the graceful shutdown
@@ -307,7 +311,7 @@ async fn connection<H>(
     if let Err(error) = served {
         tracing::debug!(%error, "connection closed with an error");
     }
-    let mut stream = conn.into_parts().io.into_inner();
+    let mut stream = conn.into_parts().io.into_inner().into_inner();
     if unread.load(Ordering::Relaxed) || refused_head {
         linger(stream).await;
     } else {

@@ -3,6 +3,7 @@
 
 pub(crate) mod lambda;
 pub(crate) mod local;
+mod refused_head;
 
 pub use lambda::{Buffered, LambdaSettings, Streaming};
 pub use local::LocalSettings;
