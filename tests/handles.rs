@@ -730,3 +730,34 @@ async fn one_caller_cannot_fill_the_dynamodb_store() {
         .with_caller_quota(quota());
     one_caller_cannot_fill_the_store(Arc::new(store)).await;
 }
+
+/// A caller's creates at the same moment all land and all count (one count item, no lost
+/// update: the 21st is refused). DynamoDB Local serializes these transactions; DynamoDB may
+/// cancel one for `TransactionConflict`, which the store tries again (not exercised here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_creates_of_one_caller_all_land_under_its_quota() {
+    let Some(endpoint) = support::dynamodb::endpoint("the DynamoDB handle quota") else {
+        return;
+    };
+    let store = support::dynamodb::store(&endpoint)
+        .await
+        .with_caller_quota(handles::CallerQuota {
+            max: 20,
+            window: HOUR,
+        });
+    let store: Arc<dyn HandleStore> = Arc::new(store);
+    let busy = owner("busy");
+    let creates = (0..20).map(|n| {
+        let (store, busy) = (store.clone(), busy.clone());
+        tokio::spawn(async move { store.create(&busy, "k", json!(n), HOUR).await })
+    });
+    for create in futures::future::join_all(creates).await {
+        create
+            .unwrap()
+            .expect("every create within the quota lands");
+    }
+    assert!(matches!(
+        store.create(&busy, "k", json!(0), HOUR).await,
+        Err(HandleError::CallerLimit { max: 20, .. })
+    ));
+}

@@ -364,68 +364,82 @@ impl DynamoDbHandleStore {
         use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
         use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
         let invalid = |e: aws_sdk_dynamodb::error::BuildError| HandleError::Invalid(e.to_string());
-        let (pk, pk_value) = Self::key(handle.id);
         let (window, left) = quota.window_at(now);
-        let put = Put::builder()
-            .table_name(self.table.as_ref())
-            .item(pk, pk_value)
-            .item("owner", s(&handle.owner))
-            .item("kind", s(&handle.kind))
-            .item("data", s(handle.data.to_string()))
-            .item("version", n(1))
-            .item("created_at", n(now))
-            .item("expires_at", n(handle.expires_at_secs()))
-            .item("expires_at_ms", n(handle.expires_at_ms))
-            .item("write_id", s(write_id.clone()))
-            .condition_expression("attribute_not_exists(pk)")
-            .build()
-            .map_err(invalid)?;
-        let owner = CallerQuota::owner_digest(&handle.owner);
-        let count = Update::builder()
-            .table_name(self.table.as_ref())
-            .key(PK, s(format!("q#h#{window}#{owner}")))
-            .update_expression("ADD #n :one SET expires_at = :exp")
-            .condition_expression("attribute_not_exists(#n) OR #n < :max")
-            .expression_attribute_names("#n", "created")
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":exp", n((now + left.as_millis() as u64) / 1000 + 60))
-            .expression_attribute_values(":max", n(u64::from(quota.max)))
-            .build()
-            .map_err(invalid)?;
-        let attempts = Attempts::default();
-        let result = self
-            .client
-            .transact_write_items()
-            .transact_items(TransactWriteItem::builder().put(put).build())
-            .transact_items(TransactWriteItem::builder().update(count).build())
-            .client_request_token(write_id)
-            .customize()
-            .interceptor(attempts.clone())
-            .send()
-            .await;
-        let Err(e) = result else {
-            return Ok(handle);
-        };
-        let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) =
-            e.as_service_error()
-        else {
-            return Err(failure("TransactWriteItems", &e, Some(&attempts)));
-        };
-        let failed = |at: usize| {
-            cancelled
+        let mut write_id = write_id;
+        // The owner's count is one item: two of its creates at once conflict, and DynamoDB
+        // cancels one (`TransactionConflict`, which the SDK does not retry). Nothing of a
+        // cancelled transaction was applied, so it is tried again, with a new write id.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let (pk, pk_value) = Self::key(handle.id);
+            let put = Put::builder()
+                .table_name(self.table.as_ref())
+                .item(pk, pk_value)
+                .item("owner", s(&handle.owner))
+                .item("kind", s(&handle.kind))
+                .item("data", s(handle.data.to_string()))
+                .item("version", n(1))
+                .item("created_at", n(now))
+                .item("expires_at", n(handle.expires_at_secs()))
+                .item("expires_at_ms", n(handle.expires_at_ms))
+                .item("write_id", s(write_id.clone()))
+                .condition_expression("attribute_not_exists(pk)")
+                .build()
+                .map_err(invalid)?;
+            let owner = CallerQuota::owner_digest(&handle.owner);
+            let count = Update::builder()
+                .table_name(self.table.as_ref())
+                .key(PK, s(format!("q#h#{window}#{owner}")))
+                .update_expression("ADD #n :one SET expires_at = :exp")
+                .condition_expression("attribute_not_exists(#n) OR #n < :max")
+                .expression_attribute_names("#n", "created")
+                .expression_attribute_values(":one", n(1))
+                .expression_attribute_values(":exp", n((now + left.as_millis() as u64) / 1000 + 60))
+                .expression_attribute_values(":max", n(u64::from(quota.max)))
+                .build()
+                .map_err(invalid)?;
+            let attempts = Attempts::default();
+            let result = self
+                .client
+                .transact_write_items()
+                .transact_items(TransactWriteItem::builder().put(put).build())
+                .transact_items(TransactWriteItem::builder().update(count).build())
+                .client_request_token(write_id.clone())
+                .customize()
+                .interceptor(attempts.clone())
+                .send()
+                .await;
+            let Err(e) = result else {
+                return Ok(handle);
+            };
+            let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) =
+                e.as_service_error()
+            else {
+                return Err(failure("TransactWriteItems", &e, Some(&attempts)));
+            };
+            let failed = |at: usize| {
+                cancelled
+                    .cancellation_reasons()
+                    .get(at)
+                    .and_then(|r| r.code())
+                    == Some("ConditionalCheckFailed")
+            };
+            let conflict = cancelled
                 .cancellation_reasons()
-                .get(at)
-                .and_then(|r| r.code())
-                == Some("ConditionalCheckFailed")
-        };
-        if failed(1) {
-            Err(HandleError::over_quota(&quota, now))
-        } else if failed(0) {
-            Err(HandleError::Unavailable(
-                "a random handle id collided with an existing one; try again".into(),
-            ))
-        } else {
-            Err(failure("TransactWriteItems", &e, Some(&attempts)))
+                .iter()
+                .any(|r| r.code() == Some("TransactionConflict"));
+            if failed(1) {
+                return Err(HandleError::over_quota(&quota, now));
+            } else if failed(0) {
+                return Err(HandleError::Unavailable(
+                    "a random handle id collided with an existing one; try again".into(),
+                ));
+            } else if !conflict || attempt == CONFLICT_ATTEMPTS {
+                return Err(failure("TransactWriteItems", &e, Some(&attempts)));
+            }
+            conflict_pause(attempt).await;
+            write_id = HandleId::random()?.to_string();
         }
     }
 }
@@ -595,6 +609,17 @@ fn failed_to_connect(error: &(dyn std::error::Error + 'static)) -> bool {
 /// endpoint, throttling after the SDK's retries, missing table, no permission) is
 /// `Unavailable`, with the cause for the logs. A write some attempt of which may have landed is
 /// `Indeterminate`.
+/// How often a counted create meets a concurrent one of the same owner before giving up.
+pub(crate) const CONFLICT_ATTEMPTS: u32 = 8;
+
+/// A short random pause before the next attempt after a `TransactionConflict`, growing with it.
+pub(crate) async fn conflict_pause(attempt: u32) {
+    let mut byte = [0u8; 1];
+    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut byte);
+    let ms = u64::from(byte[0] % 20) + 5 * u64::from(attempt);
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+}
+
 fn failure<E, R>(
     operation: &str,
     error: &SdkError<E, R>,

@@ -28,16 +28,14 @@ pub struct HandleSettings {
     /// Timeouts of DynamoDB calls (read and checked in every build, so a bad value is
     /// refused the same way with or without the `dynamodb` feature).
     pub timeouts: crate::aws::AwsTimeouts,
-    /// Handles one authenticated caller may create per hour (`MCP_HANDLES_MAX_PER_CALLER`),
-    /// so it holds at most twice that; with auth off every client is the same anonymous
-    /// caller, so none applies.
+    /// Handles one authenticated caller may create per [`ttl`](Self::ttl) window
+    /// (`MCP_HANDLES_MAX_PER_CALLER`): what it creates and leaves alone is at most twice that;
+    /// handles it keeps using outlive their window, so over time it can hold more. With auth
+    /// off every client is the same anonymous caller, so none applies.
     pub max_per_caller: u32,
     /// Whether the process runs on Lambda, where in-memory handles do not survive.
     on_lambda: bool,
 }
-
-/// The window of [`HandleSettings::max_per_caller`].
-pub(crate) const HANDLE_QUOTA_WINDOW: Duration = Duration::from_secs(3600);
 
 /// Why a handle store could not be opened at start-up.
 #[derive(Debug, thiserror::Error)]
@@ -152,7 +150,7 @@ impl HandleSettings {
     fn caller_quota(&self) -> CallerQuota {
         CallerQuota {
             max: self.max_per_caller,
-            window: HANDLE_QUOTA_WINDOW,
+            window: self.ttl,
         }
     }
 }

@@ -311,7 +311,10 @@ async fn connection<H>(
     if let Err(error) = served {
         tracing::debug!(%error, "connection closed with an error");
     }
-    let mut stream = conn.into_parts().io.into_inner().into_inner();
+    let mut io = conn.into_parts().io.into_inner();
+    // What the connection still holds (a replaced 431 behind a full send buffer) goes out first.
+    let _ = tokio::time::timeout(LINGER_TIME, io.flush()).await;
+    let mut stream = io.into_inner();
     if unread.load(Ordering::Relaxed) || refused_head {
         linger(stream).await;
     } else {

@@ -422,56 +422,70 @@ impl DynamoDbTaskStore {
     ) -> Result<(), TaskError> {
         let now = now_ms();
         let (window, left) = quota.window_at(now);
-        let expires_at = (now + left.as_millis() as u64).div_ceil(1000) + 60;
-        let put = Put::builder()
-            .table_name(self.table.as_ref())
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
-            .build()
-            .map_err(|e| TaskError::Invalid(e.to_string()))?;
-        let count = Update::builder()
-            .table_name(self.table.as_ref())
-            .key(
-                PK,
-                s(format!("q#t#{window}#{}", CallerQuota::owner_digest(owner))),
-            )
-            .update_expression("ADD #n :one SET expires_at = :exp")
-            .condition_expression("attribute_not_exists(#n) OR #n < :max")
-            .expression_attribute_names("#n", "created")
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":exp", n(expires_at))
-            .expression_attribute_values(":max", n(quota.max))
-            .build()
-            .map_err(|e| TaskError::Invalid(e.to_string()))?;
-        let result = self
-            .client
-            .transact_write_items()
-            .transact_items(TransactWriteItem::builder().put(put).build())
-            .transact_items(TransactWriteItem::builder().update(count).build())
-            .client_request_token(write_id)
-            .send()
-            .await;
-        let Err(e) = result else {
-            return Ok(());
-        };
-        let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) =
-            e.as_service_error()
-        else {
-            return Err(failure("TransactWriteItems", &e));
-        };
-        let failed = |at: usize| {
-            cancelled
+        let mut write_id = write_id;
+        // The owner's count is one item: two of its creates at once conflict, and DynamoDB
+        // cancels one (`TransactionConflict`, which the SDK does not retry). Nothing of a
+        // cancelled transaction was applied, so it is tried again, with a new token.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let expires_at = (now + left.as_millis() as u64).div_ceil(1000) + 60;
+            let put = Put::builder()
+                .table_name(self.table.as_ref())
+                .set_item(Some(item.clone()))
+                .condition_expression("attribute_not_exists(pk)")
+                .build()
+                .map_err(|e| TaskError::Invalid(e.to_string()))?;
+            let count = Update::builder()
+                .table_name(self.table.as_ref())
+                .key(
+                    PK,
+                    s(format!("q#t#{window}#{}", CallerQuota::owner_digest(owner))),
+                )
+                .update_expression("ADD #n :one SET expires_at = :exp")
+                .condition_expression("attribute_not_exists(#n) OR #n < :max")
+                .expression_attribute_names("#n", "created")
+                .expression_attribute_values(":one", n(1))
+                .expression_attribute_values(":exp", n(expires_at))
+                .expression_attribute_values(":max", n(quota.max))
+                .build()
+                .map_err(|e| TaskError::Invalid(e.to_string()))?;
+            let result = self
+                .client
+                .transact_write_items()
+                .transact_items(TransactWriteItem::builder().put(put).build())
+                .transact_items(TransactWriteItem::builder().update(count).build())
+                .client_request_token(write_id.clone())
+                .send()
+                .await;
+            let Err(e) = result else {
+                return Ok(());
+            };
+            let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) =
+                e.as_service_error()
+            else {
+                return Err(failure("TransactWriteItems", &e));
+            };
+            let failed = |at: usize| {
+                cancelled
+                    .cancellation_reasons()
+                    .get(at)
+                    .and_then(|r| r.code())
+                    == Some("ConditionalCheckFailed")
+            };
+            let conflict = cancelled
                 .cancellation_reasons()
-                .get(at)
-                .and_then(|r| r.code())
-                == Some("ConditionalCheckFailed")
-        };
-        if failed(1) {
-            Err(super::store::over_quota(&quota, now))
-        } else if failed(0) {
-            Err(TaskError::Invalid("task id already in use".into()))
-        } else {
-            Err(failure("TransactWriteItems", &e))
+                .iter()
+                .any(|r| r.code() == Some("TransactionConflict"));
+            if failed(1) {
+                return Err(super::store::over_quota(&quota, now));
+            } else if failed(0) {
+                return Err(TaskError::Invalid("task id already in use".into()));
+            } else if !conflict || attempt == crate::handles::CONFLICT_ATTEMPTS {
+                return Err(failure("TransactWriteItems", &e));
+            }
+            crate::handles::conflict_pause(attempt).await;
+            write_id = token()?;
         }
     }
 }

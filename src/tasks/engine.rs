@@ -610,8 +610,19 @@ impl Tasks {
                 // The round answers once the tool's future is gone (`stop::until_stopped`):
                 // only then is its end written.
                 stop.cancel();
-                let output = run.await;
-                why.end(output)
+                // Bounded by the claim: a tool that blocks its thread never reaches an await,
+                // and a worker must not outlive its claim waiting for it.
+                let left = Duration::from_millis(lease_until_ms.saturating_sub(now_ms()));
+                match tokio::time::timeout(left, &mut run).await {
+                    Ok(output) => why.end(output),
+                    Err(_) => {
+                        tracing::warn!(
+                            "a stopped task round did not end before its claim ran out (a tool \
+                             that blocks its thread without awaiting?)"
+                        );
+                        why.end(RoundOutput::Error(Value::Null))
+                    }
+                }
             }
         };
         match self.store.finish(id, round, &end).await {

@@ -7,10 +7,14 @@
 //! engine stops the round, rmcp's token fires (for tools that check it and for work they
 //! handed it to) and the tool's future is dropped, so it goes no further than the await it is
 //! parked at. The engine writes `cancelled` or `failed` only once the round has answered, that
-//! is after the future is gone; a tool that finished first is recorded `completed`.
+//! is after the future is gone; a tool that finished first is recorded `completed`. So once a
+//! task reads `cancelled` or `failed`, its work changes nothing more — except a request the tool
+//! had already sent when it was stopped (its final write in flight), which may still land: a
+//! cancel that comes that late finds `completed`, or `cancelled` with the effect done, which the
+//! spec allows (cancellation is cooperative). Put the irreversible step last, as one write.
 //!
-//! Code that blocks a thread without awaiting cannot be stopped this way; the round then
-//! answers when it next awaits, and until then the task reads as its claim allows.
+//! Code that blocks a thread without awaiting cannot be stopped this way; the engine waits for
+//! the round until its claim runs out, and the task then reads `failed`.
 
 use std::future::Future;
 
