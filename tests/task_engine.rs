@@ -939,30 +939,8 @@ impl TaskStore for Recording {
 /// answered -32603 with no task, and the recorded task reads `failed`, never `working`.
 #[tokio::test]
 async fn a_round_lambda_would_not_take_fails_the_call_and_the_task() {
-    use aws_credential_types::Credentials;
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let timeouts = mcp_lambda::aws::AwsTimeouts {
-        connect: Duration::from_millis(200),
-        read: Duration::from_millis(200),
-        operation: Duration::from_millis(1500),
-    };
-    let sdk = mcp_lambda::aws::loader(&timeouts)
-        .endpoint_url(format!("http://{closed}"))
-        .region(aws_types::region::Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("local", "local", None, None, "static"))
-        .load()
-        .await;
     let store = Arc::new(Recording::default());
-    let tasks = Tasks::new(
-        store.clone(),
-        Dispatch::Lambda(mcp_lambda::tasks::LambdaDispatch::new(
-            "mcp", &sdk, &timeouts,
-        )),
-        settings(60_000),
-    );
+    let tasks = Tasks::new(store.clone(), lambda_dispatch().await, settings(60_000));
     let worker = Worker::new();
     let runs = worker.runs.clone();
     let service = App::new(fixture::config(&[]))

@@ -418,24 +418,14 @@ impl DynamoDbHandleStore {
             else {
                 return Err(failure("TransactWriteItems", &e, Some(&attempts)));
             };
-            let failed = |at: usize| {
-                cancelled
-                    .cancellation_reasons()
-                    .get(at)
-                    .and_then(|r| r.code())
-                    == Some("ConditionalCheckFailed")
-            };
-            let conflict = cancelled
-                .cancellation_reasons()
-                .iter()
-                .any(|r| r.code() == Some("TransactionConflict"));
-            if failed(1) {
+            let why = CountedCancel::of(cancelled);
+            if why.over_quota {
                 return Err(HandleError::over_quota(&quota, now));
-            } else if failed(0) {
+            } else if why.item_exists {
                 return Err(HandleError::Unavailable(
                     "a random handle id collided with an existing one; try again".into(),
                 ));
-            } else if !conflict || attempt == CONFLICT_ATTEMPTS {
+            } else if !why.conflict || attempt == CONFLICT_ATTEMPTS {
                 return Err(failure("TransactWriteItems", &e, Some(&attempts)));
             }
             conflict_pause(attempt).await;
@@ -609,6 +599,33 @@ fn failed_to_connect(error: &(dyn std::error::Error + 'static)) -> bool {
 /// endpoint, throttling after the SDK's retries, missing table, no permission) is
 /// `Unavailable`, with the cause for the logs. A write some attempt of which may have landed is
 /// `Indeterminate`.
+/// Why DynamoDB cancelled a counted create (the item's `Put` first, the count's `Update` second).
+pub(crate) struct CountedCancel {
+    /// The item already exists.
+    pub(crate) item_exists: bool,
+    /// The owner's count is at its quota.
+    pub(crate) over_quota: bool,
+    /// Another transaction on the same items: nothing was applied, try again.
+    pub(crate) conflict: bool,
+}
+
+impl CountedCancel {
+    pub(crate) fn of(
+        cancelled: &aws_sdk_dynamodb::types::error::TransactionCanceledException,
+    ) -> Self {
+        let reasons = cancelled.cancellation_reasons();
+        let failed =
+            |at: usize| reasons.get(at).and_then(|r| r.code()) == Some("ConditionalCheckFailed");
+        Self {
+            item_exists: failed(0),
+            over_quota: failed(1),
+            conflict: reasons
+                .iter()
+                .any(|r| r.code() == Some("TransactionConflict")),
+        }
+    }
+}
+
 /// How often a counted create meets a concurrent one of the same owner before giving up.
 pub(crate) const CONFLICT_ATTEMPTS: u32 = 8;
 

@@ -81,7 +81,7 @@ use futures::future::BoxFuture;
 #[cfg(feature = "dynamodb")]
 pub(crate) use dynamodb::partition_key;
 #[cfg(feature = "dynamodb")]
-pub(crate) use dynamodb::{CONFLICT_ATTEMPTS, conflict_pause};
+pub(crate) use dynamodb::{CONFLICT_ATTEMPTS, CountedCancel, conflict_pause};
 #[cfg(feature = "dynamodb")]
 pub use dynamodb::{DynamoDbHandleStore, TABLE_DEFINITION, TOMBSTONE_TTL};
 pub use id::{HandleId, ParseHandleIdError};

@@ -466,22 +466,12 @@ impl DynamoDbTaskStore {
             else {
                 return Err(failure("TransactWriteItems", &e));
             };
-            let failed = |at: usize| {
-                cancelled
-                    .cancellation_reasons()
-                    .get(at)
-                    .and_then(|r| r.code())
-                    == Some("ConditionalCheckFailed")
-            };
-            let conflict = cancelled
-                .cancellation_reasons()
-                .iter()
-                .any(|r| r.code() == Some("TransactionConflict"));
-            if failed(1) {
+            let why = crate::handles::CountedCancel::of(cancelled);
+            if why.over_quota {
                 return Err(super::store::over_quota(&quota, now));
-            } else if failed(0) {
+            } else if why.item_exists {
                 return Err(TaskError::Invalid("task id already in use".into()));
-            } else if !conflict || attempt == crate::handles::CONFLICT_ATTEMPTS {
+            } else if !why.conflict || attempt == crate::handles::CONFLICT_ATTEMPTS {
                 return Err(failure("TransactWriteItems", &e));
             }
             crate::handles::conflict_pause(attempt).await;
