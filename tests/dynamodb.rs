@@ -323,11 +323,13 @@ async fn the_basket_warms_its_connection_at_start_up_and_each_call_costs_its_sto
     let proxy = CountingProxy::start(&endpoint).await;
     let env = basket_env(&proxy.url, TABLE);
     let server = Server::start(&env_refs(&env)).await;
-    assert_eq!(
-        proxy.take(),
-        ["GetItem", "UpdateItem"],
+    let start_up = proxy.take();
+    assert!(
+        start_up == ["GetItem", "GetItem"]
+            || start_up == ["GetItem", "GetItem", "TransactWriteItems"],
         "HandleSettings::open reads the table once before serving; the tool list's fingerprint \
-         is published (the change feed shares the handle store's connection)"
+         is read, and written to every copy of the list item only if it differs (the change \
+         feed shares the handle store's connection): {start_up:?}"
     );
     assert_eq!(proxy.connections(), 1);
 
@@ -1307,6 +1309,192 @@ async fn a_listener_costs_one_dynamodb_request_per_poll_whatever_it_watches() {
     let per_minute_at_default = n / elapsed.as_secs_f64() * poll.as_secs_f64() * 60.0;
     println!(
         "listen cost: {n} BatchGetItem for 21 watched items in {elapsed:?} at {poll:?} = {per_minute_at_default:.1} requests per listener-minute at MCP_LISTEN_POLL_MS=1000"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_list_is_kept_in_copies_written_together_so_no_item_is_hot() {
+    use mcp_lambda::listen::{
+        Change, ChangeFeed, DynamoDbFeed, LIST_COPIES, ListKind, Observed, Watch,
+    };
+    let Some(endpoint) = endpoint("the list copies test") else {
+        return;
+    };
+    // A table of its own: the list items are global to a table.
+    let table = "mcp-listen-copies-test";
+    let sdk = client(&endpoint, &timeouts()).await;
+    DynamoDbHandleStore::create_table(&sdk, table)
+        .await
+        .unwrap();
+    let proxy = CountingProxy::start(&endpoint).await;
+    let through_proxy = client(&proxy.url, &timeouts()).await;
+    // Processes read a copy each, drawn at random: forty of them read most of the sixteen.
+    let feeds: Vec<DynamoDbFeed> = (0..40)
+        .map(|_| DynamoDbFeed::new(through_proxy.clone(), table))
+        .collect();
+    let tools = [Watch::List(ListKind::Tools)];
+    let version = |seen: &Observed| match seen {
+        Observed::Present(mark) => mark.version,
+        _ => 0,
+    };
+    let mut before = Vec::new();
+    for feed in &feeds {
+        before.push(version(&feed.read(&tools).await.unwrap()[0]));
+    }
+    proxy.take();
+
+    // A publish is one request, and every copy moves with it.
+    feeds[0]
+        .publish(&Change::List(ListKind::Tools))
+        .await
+        .unwrap();
+    assert_eq!(proxy.take(), ["TransactWriteItems"]);
+    for (feed, before) in feeds.iter().zip(&before) {
+        let now = version(&feed.read(&tools).await.unwrap()[0]);
+        assert_eq!(now, before + 1, "every copy saw the publish once");
+    }
+    let mut versions = Vec::new();
+    for copy in 0..LIST_COPIES {
+        let pk = match copy {
+            0 => "l#tools".to_owned(),
+            copy => format!("l#tools#{copy}"),
+        };
+        let item = sdk
+            .get_item()
+            .table_name(table)
+            .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(pk.clone()))
+            .consistent_read(true)
+            .send()
+            .await
+            .unwrap();
+        let stored = item.item().and_then(|i| i.get("version")).cloned();
+        assert!(stored.is_some(), "{pk} holds the list's version");
+        versions.push(stored);
+    }
+    assert!(
+        versions.windows(2).all(|w| w[0] == w[1]),
+        "the copies agree: {versions:?}"
+    );
+    let distinct: std::collections::HashSet<u64> = before.iter().copied().collect();
+    assert_eq!(distinct.len(), 1, "copies written together read alike");
+
+    // A fingerprint: read first, written (to every copy) only when it differs.
+    let fingerprint = format!("fp-{}", HandleId::random().unwrap());
+    proxy.take();
+    feeds[1]
+        .publish(&Change::Fingerprint(ListKind::Tools, fingerprint.clone()))
+        .await
+        .unwrap();
+    assert_eq!(proxy.take(), ["GetItem", "TransactWriteItems"]);
+    feeds[2]
+        .publish(&Change::Fingerprint(ListKind::Tools, fingerprint.clone()))
+        .await
+        .unwrap();
+    assert_eq!(proxy.take(), ["GetItem"], "already there: nothing written");
+    for feed in &feeds {
+        let seen = feed.read(&tools).await.unwrap();
+        assert!(
+            matches!(&seen[0], Observed::Present(m) if m.tag.as_deref() == Some(fingerprint.as_str())),
+            "{seen:?}"
+        );
+    }
+}
+
+/// How many `BatchGetItem` a process sends per poll interval while its streams sit idle.
+async fn polls_per_interval(proxy: &CountingProxy, poll: Duration) -> f64 {
+    proxy.take();
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let requests = proxy.take();
+    let elapsed = started.elapsed();
+    assert!(
+        requests.iter().all(|r| r == "BatchGetItem"),
+        "only polls while idle: {requests:?}"
+    );
+    requests.len() as f64 / (elapsed.as_secs_f64() / poll.as_secs_f64())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hundred_streams_on_one_process_cost_what_one_stream_watching_their_items_costs() {
+    let Some(endpoint) = endpoint("the shared poll test") else {
+        return;
+    };
+    support::dynamodb::store(&endpoint).await;
+    let proxy = CountingProxy::start(&endpoint).await;
+    let poll = Duration::from_millis(250);
+    let mut env = basket_env(&proxy.url, TABLE);
+    env.push(("MCP_LISTEN_POLL_MS".into(), poll.as_millis().to_string()));
+    let server = Server::start(&env_refs(&env)).await;
+    let mut baskets = Vec::new();
+    for _ in 0..20 {
+        baskets.push(server.ok("create_basket", json!({})).await);
+    }
+    let uris: Vec<String> = baskets.iter().map(basket_uri).collect();
+
+    // One stream watching the tool list and the 20 baskets.
+    let mut one = server
+        .listen(
+            json!("one"),
+            json!({"toolsListChanged": true, "resourceSubscriptions": uris}),
+        )
+        .await;
+    one.acknowledged().await;
+    let alone = polls_per_interval(&proxy, poll).await;
+    drop(one);
+
+    // A hundred streams, each watching the tool list and one of the same baskets.
+    let mut streams = Vec::new();
+    for i in 0..100 {
+        let mut stream = server
+            .listen(
+                json!(format!("s-{i}")),
+                json!({"toolsListChanged": true, "resourceSubscriptions": [uris[i % 20]]}),
+            )
+            .await;
+        assert_eq!(
+            stream.acknowledged().await,
+            json!({"toolsListChanged": true, "resourceSubscriptions": [uris[i % 20]]})
+        );
+        streams.push(stream);
+    }
+    let shared = polls_per_interval(&proxy, poll).await;
+    println!(
+        "shared poll: {alone:.2} BatchGetItem per poll for one stream, {shared:.2} for 100 streams on the same 21 items"
+    );
+    assert!(
+        (0.5..=1.3).contains(&alone),
+        "one stream: {alone:.2} requests per poll"
+    );
+    assert!(
+        shared <= alone * 1.3 && shared >= 0.5,
+        "100 streams cost {shared:.2} requests per poll, one stream {alone:.2}"
+    );
+
+    // And every stream still hears its own basket within two intervals, and only its own.
+    let changed = Instant::now();
+    server
+        .ok(
+            "add_item",
+            json!({"basket_id": baskets[3]["basket_id"], "sku": "tea", "quantity": 1}),
+        )
+        .await;
+    for i in (3..100).step_by(20) {
+        let note = streams[i].next(Duration::from_secs(10)).await.unwrap();
+        assert_eq!(note["method"], "notifications/resources/updated", "{note}");
+        assert_eq!(note["params"]["uri"], uris[3]);
+        assert_eq!(
+            note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            format!("s-{i}")
+        );
+    }
+    let took = changed.elapsed();
+    assert!(
+        took <= 2 * poll + Duration::from_millis(200),
+        "delivered after {took:?}"
+    );
+    assert!(
+        quiet(&mut streams[4], 3 * poll).await,
+        "another basket's stream hears nothing"
     );
 }
 

@@ -2,7 +2,7 @@
 //!
 //! | item (`pk`) | attributes | written by |
 //! |---|---|---|
-//! | `l#tools`, `l#prompts`, `l#resources` | `version` (N, +1 per publish), `fp` (S, the latest instance's fingerprint) | [`Change::List`], [`Change::Fingerprint`]: one `UpdateItem` |
+//! | `l#tools`, `l#prompts`, `l#resources`, each with [`LIST_COPIES`] − 1 copies (`l#tools#1` …) | `version` (N, +1 per publish), `fp` (S, the latest instance's fingerprint) | [`Change::List`]: one `TransactWriteItems` over every copy; [`Change::Fingerprint`]: one `GetItem` of the process's copy, and the transaction only if it differs |
 //! | `r#<uri>` | `version` (N), `expires_at` (the table's TTL, [`RESOURCE_ITEM_TTL`] after the last publish) | [`Change::Resource`]: one `UpdateItem` |
 //! | `h#<uuid>` (a handle) | `write_id` (changes with every write but a touch), `owner`, `expires_at_ms`, `deleted` | the handle store; [`Change::Handle`] writes nothing |
 //! | `t#<uuid>` (a task) | what `tasks/get` shows (state, status line, outstanding requests, result or error, times; the task store's `VIEW_ATTRIBUTES`) | the task store |
@@ -13,6 +13,13 @@
 //! read once, by the poll that sees it finish (the stream then stops watching it). Keys
 //! DynamoDB leaves unprocessed (throttling) are [`Observed::Unknown`] and read again at the
 //! next poll.
+//!
+//! **No hot item.** Every listener reads the list items at every poll. On on-demand Lambda each
+//! stream is a process of its own, so N listeners read a list item N times a second, and one
+//! item is one partition: 3,000 strongly consistent reads a second at most. So each list is
+//! kept in [`LIST_COPIES`] items written together (one transaction, atomic: a strongly
+//! consistent read of any copy sees every publish), and each process reads one copy, drawn at
+//! random when the feed is made. Copy 0 is the item earlier versions read and write.
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -22,7 +29,7 @@ use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use futures::future::{BoxFuture, FutureExt};
 
-use super::{Change, ChangeFeed, Changes, FeedError, Mark, Observed, OpenError, Watch};
+use super::{Change, ChangeFeed, Changes, FeedError, ListKind, Mark, Observed, OpenError, Watch};
 use crate::aws::AwsTimeouts;
 
 /// How long a resource's feed item outlives its last publish (the table's TTL sweeps it).
@@ -30,11 +37,19 @@ pub const RESOURCE_ITEM_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
 type Item = HashMap<String, AttributeValue>;
 
+/// How many items hold each list's version and fingerprint; see the [module docs](self).
+///
+/// Each is read by 1/16 of the processes: 16 × 3,000 reads a second before a list item is
+/// throttled, ten times the listeners the default Lambda concurrency quota admits.
+pub const LIST_COPIES: usize = 16;
+
 /// A [`ChangeFeed`] on the handles table, shared by every instance.
 #[derive(Debug, Clone)]
 pub struct DynamoDbFeed {
     client: Client,
     table: String,
+    /// Which copy of the list items this process reads.
+    copy: usize,
 }
 
 pub(super) async fn open(table: &str, timeouts: &AwsTimeouts) -> Result<Changes, OpenError> {
@@ -52,9 +67,18 @@ pub(super) async fn open(table: &str, timeouts: &AwsTimeouts) -> Result<Changes,
     )))
 }
 
-fn key(watch: &Watch) -> String {
+/// The key of `list`'s copy `copy` (copy 0 is the item without a suffix).
+fn list_key(list: ListKind, copy: usize) -> String {
+    match copy {
+        0 => format!("l#{}", list.name()),
+        copy => format!("l#{}#{copy}", list.name()),
+    }
+}
+
+/// The key of a watched item; lists at copy `copy`.
+fn key(watch: &Watch, copy: usize) -> String {
     match watch {
-        Watch::List(list) => format!("l#{}", list.name()),
+        Watch::List(list) => list_key(*list, copy),
         Watch::Resource(uri) => format!("r#{uri}"),
         Watch::Handle { id, .. } => crate::handles::partition_key(*id),
         Watch::Task { id, .. } => format!("t#{id}"),
@@ -142,10 +166,73 @@ fn projected(watches: &[Watch]) -> Vec<&'static str> {
 impl DynamoDbFeed {
     /// A feed on `table` (the handles table, laid out as `infra/handles-table.json`).
     pub fn new(client: Client, table: impl Into<String>) -> Self {
+        let mut byte = [0u8; 1];
+        // Any spread will do; a failed draw reads copy 0.
+        let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut byte);
         Self {
             client,
             table: table.into(),
+            copy: usize::from(byte[0]) % LIST_COPIES,
         }
+    }
+
+    /// Applies `expression` to every copy of `list` in one transaction (retried while a
+    /// concurrent publish holds the same items).
+    async fn update_copies(
+        &self,
+        list: ListKind,
+        expression: &str,
+        values: &Item,
+    ) -> Result<(), FeedError> {
+        use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+        use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
+        let unavailable = |error: &dyn std::fmt::Display| FeedError::Unavailable(error.to_string());
+        let mut attempt = 1;
+        loop {
+            let mut request = self.client.transact_write_items();
+            for copy in 0..LIST_COPIES {
+                let update = Update::builder()
+                    .table_name(&self.table)
+                    .key("pk", AttributeValue::S(list_key(list, copy)))
+                    .update_expression(expression)
+                    .set_expression_attribute_values(Some(values.clone()))
+                    .build()
+                    .map_err(|error| FeedError::Invalid(error.to_string()))?;
+                request =
+                    request.transact_items(TransactWriteItem::builder().update(update).build());
+            }
+            let Err(error) = request.send().await else {
+                return Ok(());
+            };
+            let conflict = matches!(
+                error.as_service_error(),
+                Some(TransactWriteItemsError::TransactionCanceledException(cancelled))
+                    if crate::handles::CountedCancel::of(cancelled).conflict
+            );
+            if !conflict || attempt == crate::handles::CONFLICT_ATTEMPTS {
+                return Err(unavailable(&DisplayErrorContext(error)));
+            }
+            crate::handles::conflict_pause(attempt).await;
+            attempt += 1;
+        }
+    }
+
+    /// The fingerprint of `list` this process's copy holds.
+    async fn stored_fingerprint(&self, list: ListKind) -> Result<Option<String>, FeedError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(list_key(list, self.copy)))
+            .projection_expression("fp")
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|error| FeedError::Unavailable(DisplayErrorContext(error).to_string()))?;
+        Ok(output
+            .item()
+            .and_then(|item| text(item, "fp"))
+            .map(str::to_owned))
     }
 
     async fn update(&self, pk: String, expression: &str, values: Item) -> Result<(), FeedError> {
@@ -168,11 +255,10 @@ impl ChangeFeed for DynamoDbFeed {
             let n = |v: u64| AttributeValue::N(v.to_string());
             match change {
                 Change::List(list) => {
-                    let pk = key(&Watch::List(*list));
-                    self.update(
-                        pk,
+                    self.update_copies(
+                        *list,
                         "ADD version :one",
-                        HashMap::from([(":one".into(), n(1))]),
+                        &HashMap::from([(":one".into(), n(1))]),
                     )
                     .await
                 }
@@ -185,17 +271,22 @@ impl ChangeFeed for DynamoDbFeed {
                     }
                     let expires = (now() + RESOURCE_ITEM_TTL).as_secs();
                     self.update(
-                        key(&Watch::Resource(uri.clone())),
+                        key(&Watch::Resource(uri.clone()), self.copy),
                         "ADD version :one SET expires_at = :expires",
                         HashMap::from([(":one".into(), n(1)), (":expires".into(), n(expires))]),
                     )
                     .await
                 }
                 Change::Fingerprint(list, fingerprint) => {
-                    self.update(
-                        key(&Watch::List(*list)),
+                    // Every instance of a version publishes the same one at start-up: a read
+                    // (one unit) spares the transaction (two units per copy) when it is there.
+                    if self.stored_fingerprint(*list).await?.as_ref() == Some(fingerprint) {
+                        return Ok(());
+                    }
+                    self.update_copies(
+                        *list,
                         "SET fp = :fp",
-                        HashMap::from([(":fp".into(), AttributeValue::S(fingerprint.clone()))]),
+                        &HashMap::from([(":fp".into(), AttributeValue::S(fingerprint.clone()))]),
                     )
                     .await
                 }
@@ -211,14 +302,14 @@ impl ChangeFeed for DynamoDbFeed {
             if watches.is_empty() {
                 return Ok(Vec::new());
             }
-            if watches.len() > super::MAX_WATCHED_ITEMS {
+            if watches.len() > super::MAX_KEYS_PER_READ {
                 return Err(FeedError::Invalid(format!(
                     "{} items; at most {} per read",
                     watches.len(),
-                    super::MAX_WATCHED_ITEMS
+                    super::MAX_KEYS_PER_READ
                 )));
             }
-            let keys: Vec<String> = watches.iter().map(key).collect();
+            let keys: Vec<String> = watches.iter().map(|w| key(w, self.copy)).collect();
             // DynamoDB refuses a read that names a key twice (two watches of one handle).
             let mut unique: Vec<&String> = keys.iter().collect();
             unique.sort();

@@ -120,7 +120,8 @@ pub trait ChangeFeed: Send + Sync + fmt::Debug + 'static {
     /// Records `change` for every listener, on every instance sharing the feed.
     fn publish<'a>(&'a self, change: &'a Change) -> BoxFuture<'a, Result<(), FeedError>>;
 
-    /// Reads every watched item in one backend request; one answer per watch, in order.
+    /// Reads every watched item (at most [`MAX_KEYS_PER_READ`](super::MAX_KEYS_PER_READ)) in
+    /// one backend request; one answer per watch, in order.
     fn read<'a>(&'a self, watches: &'a [Watch]) -> BoxFuture<'a, Result<Vec<Observed>, FeedError>>;
 
     /// The task store that [`Watch::Task`] reads go to, for a feed that cannot read task

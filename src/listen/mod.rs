@@ -10,9 +10,11 @@
 //! Two feeds behind [`ChangeFeed`], chosen like the handle store
 //! ([`ListenSettings::open`]): in memory (one process; a publish wakes its listeners at once)
 //! and DynamoDB (every instance sharing `MCP_HANDLES_TABLE`; no second table, no other
-//! service). A listener reads every item it watches in **one request per poll**, whatever their
-//! number (`BatchGetItem`, at most [`MAX_WATCHED_ITEMS`] keys), every `MCP_LISTEN_POLL_MS`; a
-//! change is delivered within two poll intervals.
+//! service). The open streams of a process share **one poll** of the feed every
+//! `MCP_LISTEN_POLL_MS` (`poller.rs`): it reads the union of what they watch, in requests of at
+//! most [`MAX_KEYS_PER_READ`] items (`BatchGetItem`), so a poll costs ⌈distinct watched items /
+//! 100⌉ requests however many streams watch them; a change is delivered within two poll
+//! intervals. A listen's baseline is its own read (one request) when it is accepted.
 //!
 //! What a listener may watch:
 //! - the three lists (`toolsListChanged`, `promptsListChanged`, `resourcesListChanged`), which
@@ -41,6 +43,7 @@
 mod feed;
 mod memory;
 mod plan;
+mod poller;
 mod settings;
 pub(crate) mod stream;
 
@@ -55,13 +58,16 @@ pub use settings::{ListenSettings, OpenError};
 pub use stream::StreamLimits;
 
 #[cfg(feature = "dynamodb")]
-pub use dynamodb::{DynamoDbFeed, RESOURCE_ITEM_TTL};
+pub use dynamodb::{DynamoDbFeed, LIST_COPIES, RESOURCE_ITEM_TTL};
 
 use std::time::Duration;
 
+/// The most items one feed read names: one `BatchGetItem` reads at most 100 keys.
+pub const MAX_KEYS_PER_READ: usize = 100;
+
 const _: () = assert!(
-    MAX_WATCHED_ITEMS <= 100,
-    "one BatchGetItem reads at most 100 keys"
+    MAX_WATCHED_ITEMS <= MAX_KEYS_PER_READ,
+    "one listener's baseline is one read"
 );
 
 /// The most `resourceSubscriptions` one listen may name; more is refused with -32602.

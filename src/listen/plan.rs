@@ -3,10 +3,12 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use rmcp::model::{ServerCapabilities, SubscriptionFilter};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::poller::Poller;
 use super::{
     ChangeFeed, FeedError, ListKind, ListenSettings, MAX_RESOURCE_SUBSCRIPTIONS,
     MAX_TASK_SUBSCRIPTIONS, MAX_URI_BYTES, Observed, Watch,
@@ -137,6 +139,8 @@ pub(crate) struct ListenPlan {
     pub(crate) watched: Arc<[Watched]>,
     /// What the feed held when the listen was accepted.
     pub(crate) baseline: Vec<Observed>,
+    /// When the baseline's read was sent: a shared poll sent before it is older, and ignored.
+    pub(crate) read_at: Instant,
     /// The stream's place among `MCP_LISTEN_MAX_STREAMS`, given back when it ends.
     pub(crate) _permit: Arc<OwnedSemaphorePermit>,
     /// Its place among its caller's `MCP_LISTEN_MAX_STREAMS_PER_CALLER`, likewise.
@@ -220,6 +224,8 @@ impl Announced {
 /// Start-up state shared by the front (planning) and the streams (polling).
 pub(crate) struct Listener {
     pub(crate) feed: Arc<dyn ChangeFeed>,
+    /// The one poll of the feed the open streams share.
+    pub(crate) poller: Arc<Poller>,
     resources: Option<Arc<dyn ResourceWatch>>,
     announced: Announced,
     pub(crate) settings: ListenSettings,
@@ -252,6 +258,7 @@ impl Listener {
         serves_tasks: bool,
     ) -> Self {
         Self {
+            poller: Poller::new(feed.clone(), settings.poll),
             feed,
             resources,
             announced,
@@ -439,6 +446,7 @@ impl Listener {
                 watched.push(Watched { watch, uri: None });
             }
         }
+        let read_at = Instant::now();
         let baseline = if watched.is_empty() {
             Vec::new()
         } else {
@@ -500,6 +508,7 @@ impl Listener {
             ListenPlan {
                 watched: kept.into(),
                 baseline: kept_baseline,
+                read_at,
                 _permit: Arc::new(permit),
                 _caller_permit: caller_permit,
             },

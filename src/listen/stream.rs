@@ -45,10 +45,10 @@ fn end_of_stream(max: Duration, limits: &StreamLimits) -> Instant {
     end
 }
 
-/// Whether a watched item changed between two reads.
+/// Whether a watched item changed between two reads that both saw it.
 ///
-/// An item not read before (the backend deferred it) counts as changed once it is read: the
-/// listener cannot tell, and a needless re-read is safe where a missed change is not.
+/// An item either read did not see (the backend deferred it: throttling) is no change: a
+/// throttled read is never told as one.
 fn changed(watch: &Watch, before: &Observed, now: &Observed) -> bool {
     let mark = |seen: &Observed| match seen {
         Observed::Present(mark) => Some(mark.clone()),
@@ -59,10 +59,8 @@ fn changed(watch: &Watch, before: &Observed, now: &Observed) -> bool {
         // Tasks are compared by what a client is shown (`Watching::deliver`), not here.
         Observed::Unknown | Observed::Task(_) => None,
     };
-    let (before, now) = match (mark(before), mark(now)) {
-        (_, None) => return false,
-        (None, Some(_)) => return true,
-        (Some(before), Some(now)) => (before, now),
+    let (Some(before), Some(now)) = (mark(before), mark(now)) else {
+        return false;
     };
     match watch {
         // A fingerprint only ever replaces another: an item without one says nothing about it.
@@ -84,9 +82,6 @@ fn only_fingerprint(before: &Observed, now: &Observed) -> bool {
 
 /// The longest the last read before a stream ends may take (it must fit the deadline margin).
 const LAST_READ: Duration = Duration::from_secs(1);
-
-/// The least time between two reads a memory feed's wake-ups may cause.
-const MIN_WAKE_SPACING: Duration = Duration::from_millis(50);
 
 /// What a client is shown of a watched task now (what `tasks/get` would answer).
 fn task_view(seen: &Observed) -> Option<DetailedTask> {
@@ -117,6 +112,8 @@ struct Watching {
     subscription: RequestId,
     /// Tasks stopped being watched (finished or gone): a stream left with nothing ends.
     released: bool,
+    /// Watches released since the shared polls last heard of it.
+    left: Vec<Watch>,
 }
 
 impl Watching {
@@ -159,6 +156,13 @@ impl Watching {
                 *before = seen;
                 continue;
             }
+            if matches!(before, Observed::Unknown) {
+                // Not read when the listen began (throttled): its first read is the baseline.
+                if !matches!(seen, Observed::Unknown) {
+                    *before = seen;
+                }
+                continue;
+            }
             if !changed(&entry.watch, before, &seen) {
                 continue;
             }
@@ -193,6 +197,13 @@ impl Watching {
             }
         }
         if release.contains(&true) {
+            self.left.extend(
+                self.watches
+                    .iter()
+                    .zip(&release)
+                    .filter(|(_, released)| **released)
+                    .map(|(watch, _)| watch.clone()),
+            );
             remove_flagged(&mut self.watched, &release);
             remove_flagged(&mut self.watches, &release);
             remove_flagged(&mut self.last, &release);
@@ -228,7 +239,9 @@ pub(crate) async fn run(
         peer: subscription.request_context().peer.clone(),
         subscription: subscription.sink().id().clone(),
         released: false,
+        left: Vec::new(),
     };
+    let read_at = plan.read_at;
     for (entry, seen) in plan.watched.iter().zip(plan.baseline) {
         let seen = match &entry.watch {
             Watch::List(list) => {
@@ -283,68 +296,39 @@ pub(crate) async fn run(
         Ok(_) if watching.done() => return Ok(()),
         Ok(_) => {}
     }
-    let mut wake = listener.feed.wake();
+    watching.left.clear();
+    // From here on the stream reads nothing itself: it takes its items from the process's
+    // shared polls.
+    let mut joined = listener.poller.join(&watching.watches);
     let shutdown = &listener.shutdown;
-    let poll = listener.settings.poll;
-    let mut failures = 0u32;
-    // A fixed rate, whatever a read takes: one request per interval, not per interval + read.
-    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + poll, poll);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut last_read = tokio::time::Instant::now();
     loop {
-        let ending = tokio::select! {
+        let poll = tokio::select! {
             biased;
             () = subscription.cancelled() => return Ok(()),
-            () = shutdown.triggered() => true,
-            () = tokio::time::sleep_until(end) => true,
-            _ = ticks.tick() => false,
-            Ok(()) = async {
-                match wake.as_mut() {
-                    Some(wake) => wake.changed().await.map_err(|_| ()),
-                    None => std::future::pending().await,
-                }
-            } => {
-                // Many publishes in a burst cost one read, not one each.
-                tokio::time::sleep_until(last_read + MIN_WAKE_SPACING).await;
-                false
-            }
+            () = shutdown.triggered() => None,
+            () = tokio::time::sleep_until(end) => None,
+            poll = joined.next() => Some(poll),
         };
-        if watching.watches.is_empty() {
-            if ending {
-                return Ok(());
-            }
-            continue;
-        }
-        last_read = tokio::time::Instant::now();
-        let read = if ending {
+        let ending = poll.is_none();
+        let poll = match poll {
+            Some(poll) => poll,
             // One last look, so a change since the previous poll is not lost with the stream.
-            match tokio::time::timeout(LAST_READ, listener.feed.read(&watching.watches)).await {
-                Ok(read) => read,
-                Err(_) => return Ok(()),
-            }
-        } else {
-            tokio::select! {
-                biased;
-                () = subscription.cancelled() => return Ok(()),
-                read = listener.feed.read(&watching.watches) => read,
-            }
+            None if watching.watches.is_empty() => return Ok(()),
+            None => match joined.last(LAST_READ).await {
+                Some(poll) => poll,
+                None => return Ok(()),
+            },
         };
-        match read {
-            Ok(now) => {
-                failures = 0;
-                match watching.deliver(&sink, now).await {
-                    Err(()) => return Ok(()),
-                    Ok(delivered) if delivered && limits.long_poll => return Ok(()),
-                    Ok(_) if watching.done() => return Ok(()),
-                    Ok(_) => {}
-                }
-            }
-            Err(error) => {
-                // Logged once per outage, not once per poll.
-                if failures == 0 {
-                    tracing::warn!(%error, "listen: the change feed could not be read; retrying at the poll interval");
-                }
-                failures += 1;
+        // A poll sent before this listen's own baseline read may predate it.
+        if poll.sent >= read_at && !watching.watches.is_empty() {
+            let now = watching.watches.iter().map(|w| poll.get(w)).collect();
+            let delivered = watching.deliver(&sink, now).await;
+            joined.leave(&std::mem::take(&mut watching.left));
+            match delivered {
+                Err(()) => return Ok(()),
+                Ok(delivered) if delivered && limits.long_poll => return Ok(()),
+                Ok(_) if watching.done() => return Ok(()),
+                Ok(_) => {}
             }
         }
         if ending {
@@ -373,8 +357,8 @@ mod tests {
         // An item nobody fingerprinted yet says nothing about this instance's fingerprint.
         assert!(!changed(&list, &at(0, Some("a")), &Observed::Absent));
         assert!(!changed(&list, &at(1, None), &Observed::Unknown));
-        // Not read before: once read, it may have changed.
-        assert!(changed(&list, &Observed::Unknown, &at(1, None)));
+        // Not read before (throttled): no change, whatever the read now says.
+        assert!(!changed(&list, &Observed::Unknown, &at(1, None)));
         assert!(only_fingerprint(&at(1, Some("a")), &at(1, Some("b"))));
         assert!(!only_fingerprint(&at(1, Some("a")), &at(2, Some("b"))));
     }
@@ -387,7 +371,7 @@ mod tests {
         assert!(changed(&resource, &at(3, None), &at(4, None)));
         assert!(!changed(&resource, &at(3, None), &at(3, None)));
         assert!(!changed(&resource, &at(3, None), &Observed::Unknown));
-        assert!(changed(&resource, &Observed::Unknown, &Observed::Absent));
+        assert!(!changed(&resource, &Observed::Unknown, &Observed::Absent));
     }
 
     #[test]
