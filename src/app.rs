@@ -45,6 +45,10 @@ pub struct App {
     resources: Option<Arc<dyn ResourceWatch>>,
     handle_resources: Vec<HandleResource>,
     tasks: Option<(Arc<Tasks>, crate::handler::TaskPolicies)>,
+    /// Made with the app, so [`open`](Self::open) can fetch its keys while the store opens.
+    auth: Option<Arc<Authenticator>>,
+    /// Its keys were fetched at start-up already ([`open`](Self::open)).
+    auth_warmed: bool,
 }
 
 impl std::fmt::Debug for App {
@@ -62,6 +66,10 @@ impl App {
     /// a subscriber the program installed first is kept).
     pub fn new(config: Config) -> Self {
         config.log.init();
+        let auth = config
+            .auth
+            .clone()
+            .map(|settings| Arc::new(Authenticator::new(Arc::new(settings))));
         Self {
             config,
             changes: None,
@@ -69,6 +77,8 @@ impl App {
             resources: None,
             handle_resources: Vec::new(),
             tasks: None,
+            auth,
+            auth_warmed: false,
         }
     }
 
@@ -89,7 +99,15 @@ impl App {
     /// ```
     pub async fn open(config: Config) -> Result<Self, Error> {
         let mut app = Self::new(config);
-        let handles = app.config.handles.open().await?;
+        // Nothing orders the two: INIT waits for the slower chain, not for their sum.
+        let warm_auth = async {
+            if let Some(auth) = &app.auth {
+                auth.warm().await;
+            }
+        };
+        let (handles, ()) = tokio::join!(app.config.handles.open(), warm_auth);
+        let handles = handles?;
+        app.auth_warmed = true;
         let changes = app
             .config
             .listen
@@ -288,10 +306,7 @@ impl App {
             .metrics
             .enabled
             .then(|| Arc::new(Metrics::new(config.metrics.clone())));
-        let auth = config
-            .auth
-            .clone()
-            .map(|settings| Arc::new(Authenticator::new(Arc::new(settings))));
+        let auth = self.auth;
         let hosted = Arc::new(
             HostedSettings::new(
                 &config.cache,
@@ -363,6 +378,7 @@ impl App {
             service,
             config,
             auth,
+            auth_warmed: self.auth_warmed,
             shutdown,
         }
     }
@@ -425,6 +441,8 @@ pub struct Server<H> {
     service: McpService<H>,
     config: Config,
     auth: Option<Arc<Authenticator>>,
+    /// [`App::open`] fetched the issuer's keys already.
+    auth_warmed: bool,
     shutdown: Shutdown,
     /// Tasks run on this process's runtime (`Dispatch::Local`).
     local_tasks: bool,
@@ -450,7 +468,9 @@ impl<H: ServerHandler> Server<H> {
             Some(auth) => {
                 let settings = auth.settings();
                 tracing::info!(issuer = %settings.issuer, audience = %settings.audience, "auth is on: every request needs a bearer token for this audience");
-                auth.warm().await;
+                if !self.auth_warmed {
+                    auth.warm().await;
+                }
             }
             None => tracing::warn!(
                 "auth is off (MCP_AUTH_ISSUER is not set): anyone who can reach this server can call it"

@@ -140,8 +140,10 @@ impl Jwks {
         Ok(discovered)
     }
 
-    /// RFC 8414 metadata (path-inserted), then OpenID discovery (appended).
+    /// RFC 8414 metadata (path-inserted) and OpenID discovery (appended), asked at once: the
+    /// first that names a `jwks_uri` wins, so INIT waits for one round trip, not two.
     async fn discover(&self) -> Result<String, String> {
+        use futures::stream::{FuturesUnordered, StreamExt};
         debug_assert!(self.configured_url.is_none());
         let issuer = self.issuer.trim_end_matches('/');
         let after_scheme = issuer.find("://").map_or(0, |i| i + 3);
@@ -153,20 +155,23 @@ impl Jwks {
             format!("{origin}/.well-known/oauth-authorization-server{path}"),
             format!("{issuer}/.well-known/openid-configuration"),
         ];
-        let mut last_error = String::new();
-        for candidate in candidates {
-            match self.get_json(&candidate).await {
-                Ok(metadata) => {
-                    if let Some(uri) = metadata.get("jwks_uri").and_then(Value::as_str) {
-                        return Ok(uri.to_string());
-                    }
-                    last_error = format!("{candidate} has no jwks_uri");
-                }
-                Err(error) => last_error = error,
+        let mut answers: FuturesUnordered<_> = candidates
+            .iter()
+            .map(|candidate| async move { (candidate, self.get_json(candidate).await) })
+            .collect();
+        let mut errors = Vec::new();
+        while let Some((candidate, answer)) = answers.next().await {
+            match answer {
+                Ok(metadata) => match metadata.get("jwks_uri").and_then(Value::as_str) {
+                    Some(uri) => return Ok(uri.to_string()),
+                    None => errors.push(format!("{candidate} has no jwks_uri")),
+                },
+                Err(error) => errors.push(error),
             }
         }
         Err(format!(
-            "cannot find the issuer's jwks_uri ({last_error}); set MCP_AUTH_JWKS_URL"
+            "cannot find the issuer's jwks_uri ({}); set MCP_AUTH_JWKS_URL",
+            errors.join("; ")
         ))
     }
 
