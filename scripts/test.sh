@@ -101,6 +101,9 @@ suite bench-smoke benches/side-by-side.sh --smoke
 # --- The Lambda runtime-path benchmark, smoke mode (the basket and a lambda_http hello under
 #     loopback Runtime APIs, DynamoDB Local; numbers come out)
 suite lambda-runtime-smoke benches/lambda-runtime.sh --smoke
+# --- The listener benchmark, smoke mode (1, 10, 100 streams on one process; DynamoDB Local
+#     behind a request-counting proxy: requests per poll and delivery within two polls)
+suite listeners-smoke benches/listeners.sh --smoke
 
 # --- Load on loopback (2 000 requests per store, memory and DynamoDB Local) and a 60 s fuzz
 suite load scripts/soak.sh --short

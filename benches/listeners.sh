@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The listener benchmark: open subscriptions/listen streams on one basket process (local server,
+# handles and change feed in DynamoDB Local, reached through a request-counting proxy), run by
+# benches/servers/listeners_bench.rs: DynamoDB requests per second and per poll, CPU per
+# stream-second, RSS per open stream and delivery time at each stream count;
+# benches/listeners_report.py adds the cost per listener-month.
+#
+#   benches/listeners.sh            the full run (release build; 1 to 10,000 streams, 10 s
+#                                   windows): writes the section between the listeners markers of
+#                                   BENCHMARKS.md
+#   benches/listeners.sh --smoke    seconds (debug build; 1, 10 and 100 streams): requests per poll
+#                                   within ⌈items/100⌉ and every change delivered within two polls;
+#                                   ends with "listeners-smoke: N passed, M failed"
+#
+# Starts its own DynamoDB Local (scripts/dynamodb-local.sh, in its own state folder) and stops it.
+# Environment: CARGO_TARGET_DIR (default ~/.cache/mcp-lambda-target), MCP_WORK (default
+# ~/.cache/mcp-lambda-work), BENCH_COUNTS, BENCH_SECONDS, BENCH_POLL_MS (override the run's size).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
+export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
+
+MODE=full
+case "${1:-}" in
+  --smoke) MODE=smoke ;;
+  "") ;;
+  *) echo "usage: benches/listeners.sh [--smoke]" >&2; exit 2 ;;
+esac
+if [ "$MODE" = smoke ]; then
+  COUNTS=${BENCH_COUNTS:-1,10,100}; WINDOW=${BENCH_SECONDS:-2}; POLL=${BENCH_POLL_MS:-500}; PROFILE=debug
+else
+  COUNTS=${BENCH_COUNTS:-1,10,100,1000,3000,10000}; WINDOW=${BENCH_SECONDS:-10}; POLL=${BENCH_POLL_MS:-1000}; PROFILE=release
+fi
+OUT="$MCP_WORK/bench/$(date -u +%Y%m%dT%H%M%SZ)-listeners-$MODE"
+mkdir -p "$OUT"
+echo "bench: listeners, $MODE run, results in $OUT"
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "  ok   $1"; }
+fail() { failed=$((failed + 1)); echo "  FAIL $1"; }
+finish() {
+  [ "$MODE" = smoke ] && echo "listeners-smoke: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit
+}
+
+echo "==> cargo build ($PROFILE): basket, bench_listeners"
+flags=()
+[ "$PROFILE" = release ] && flags=(--release)
+# As the Lambda benchmark: the full run builds the basket alone (as deployed); the smoke run
+# builds with the workspace's feature set, which `cargo test --all-targets` already built.
+if [ "$MODE" = full ]; then
+  build() { cargo build --locked "${flags[@]}" --bin basket && cargo build --locked "${flags[@]}" --example bench_listeners; }
+else
+  build() { cargo build --locked --workspace --bin basket --example bench_listeners --example hello; }
+fi
+if build >"$OUT/build.log" 2>&1; then pass "build"; else tail -30 "$OUT/build.log"; fail "build (see $OUT/build.log)"; finish; fi
+BIN="$CARGO_TARGET_DIR/$PROFILE"
+
+export DYNAMODB_LOCAL_STATE="$MCP_WORK/dynamodb-local/bench-listeners-$$"
+cleanup() { scripts/dynamodb-local.sh stop >/dev/null 2>&1; }
+trap cleanup EXIT
+ENDPOINT=$(scripts/dynamodb-local.sh start 2>"$OUT/dynamodb-local.log" | sed -n 's/^MCP_TEST_DYNAMODB_ENDPOINT=//p')
+if [ -n "$ENDPOINT" ]; then pass "DynamoDB Local on $ENDPOINT"; else fail "DynamoDB Local (see $OUT/dynamodb-local.log)"; finish; fi
+
+# Two sockets per stream (the driver's and the server's), in two processes.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+echo "==> $COUNTS streams, ${WINDOW} s windows, poll every ${POLL} ms"
+if "$BIN/examples/bench_listeners" "$BIN/basket" "$ENDPOINT" "$OUT/results.jsonl" "$OUT/basket.log" \
+  "$COUNTS" "$WINDOW" "$POLL" 2>"$OUT/driver.log" | tee "$OUT/table.txt"; then
+  pass "every stream acknowledged, requests per poll within ⌈items/100⌉, every change delivered"
+else
+  tail -5 "$OUT/driver.log"; fail "measuring (see $OUT/driver.log)"
+fi
+if [ "$MODE" = full ]; then
+  python3 benches/listeners_report.py "$OUT/results.jsonl" --write BENCHMARKS.md && pass "report written into BENCHMARKS.md" || fail "report"
+else
+  python3 benches/listeners_report.py "$OUT/results.jsonl" >"$OUT/report.md" && pass "report (not written: smoke)" || fail "report"
+fi
+finish
