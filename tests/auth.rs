@@ -676,3 +676,130 @@ async fn start_up_asks_both_metadata_documents_at_once_and_fetches_the_keys_whil
         .await;
     assert_eq!(answer.status, 200);
 }
+
+/// A test CA, and an issuer on `https://127.0.0.1:<port>` whose certificate it signed.
+async fn private_https_issuer(key: &TestKey) -> (String, String) {
+    use http_body_util::Full;
+    use hyper::{body::Incoming, server::conn::http1};
+    use hyper_util::rt::TokioIo;
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "mcp-lambda test CA");
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()])
+        .unwrap()
+        .signed_by(&leaf_key, &ca, &ca_key)
+        .unwrap();
+    let tls = tokio_rustls::rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        tokio_rustls::rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![leaf.der().clone()],
+        tokio_rustls::rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
+    )
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(tls));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://{}", listener.local_addr().unwrap());
+    let jwks = json!({"keys": [key.jwk()]});
+    let issuer = url.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (jwks, issuer, acceptor) = (jwks.clone(), issuer.clone(), acceptor.clone());
+            tokio::spawn(async move {
+                let Ok(stream) = acceptor.accept(stream).await else {
+                    return; // a client that does not trust the CA hangs up here
+                };
+                let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
+                    let (jwks, issuer) = (jwks.clone(), issuer.clone());
+                    async move {
+                        let (status, body) = match req.uri().path() {
+                            "/.well-known/oauth-authorization-server" => (
+                                200,
+                                json!({"issuer": issuer, "jwks_uri": format!("{issuer}/jwks.json")}),
+                            ),
+                            "/jwks.json" => (200, jwks),
+                            _ => (404, json!({})),
+                        };
+                        Ok::<_, std::convert::Infallible>(
+                            http::Response::builder()
+                                .status(status)
+                                .header("content-type", "application/json")
+                                .body(Full::new(bytes::Bytes::from(body.to_string())))
+                                .unwrap(),
+                        )
+                    }
+                });
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    (url, ca.pem())
+}
+
+#[tokio::test]
+async fn a_private_issuer_over_https_is_trusted_through_mcp_auth_ca_file_and_only_then() {
+    use mcp_lambda::testing::TestClient;
+    let key = TestKey::rsa("rsa-private");
+    let (issuer, ca_pem) = private_https_issuer(&key).await;
+    let dir = std::env::temp_dir().join(format!("mcp-ca-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca_file = dir.join("issuer-ca.pem");
+    std::fs::write(&ca_file, &ca_pem).unwrap();
+    let claims = json!({"iss": issuer, "aud": AUDIENCE, "sub": "alice", "scope": "",
+        "exp": now() + 600, "nbf": now() - 10, "iat": now() - 10});
+    let token = key.sign(&claims);
+    let status = |vars: Vec<(&'static str, String)>| {
+        let token = token.clone();
+        async move {
+            let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let server = mcp_lambda::App::open(config(&vars))
+                .await
+                .unwrap()
+                .server(Fixture);
+            TestClient::new(&server)
+                .with_token(token)
+                .call_tool("echo_1", json!({}))
+                .await
+                .status
+        }
+    };
+    let base = vec![
+        ("MCP_AUTH_ISSUER", issuer.clone()),
+        ("MCP_AUTH_AUDIENCE", AUDIENCE.to_owned()),
+    ];
+    // The public roots alone do not trust it: no keys, so the token is refused.
+    assert_eq!(status(base.clone()).await, 401);
+    // With its CA named, the keys load and the same token is served.
+    let mut trusted = base.clone();
+    trusted.push(("MCP_AUTH_CA_FILE", ca_file.display().to_string()));
+    assert_eq!(status(trusted).await, 200);
+
+    // A file that is not a CA's PEM is refused at start-up, naming the variable.
+    let not_pem = dir.join("not.pem");
+    std::fs::write(&not_pem, "hello").unwrap();
+    for path in [
+        not_pem.display().to_string(),
+        dir.join("missing.pem").display().to_string(),
+    ] {
+        let error = mcp_lambda::Config::from_lookup(|name| match name {
+            "MCP_AUTH_ISSUER" => Some(issuer.clone()),
+            "MCP_AUTH_AUDIENCE" => Some(AUDIENCE.to_owned()),
+            "MCP_AUTH_CA_FILE" => Some(path.clone()),
+            _ => None,
+        })
+        .unwrap_err();
+        assert_eq!(error.variable, "MCP_AUTH_CA_FILE", "{error}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -27,6 +27,22 @@ const MAX_DOCUMENT_BYTES: usize = 512 * 1024;
 
 type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>;
 
+/// The web's public roots and `extra` (`MCP_AUTH_CA_FILE`, checked when it was read).
+fn tls_config(extra: &[Vec<u8>]) -> rustls::ClientConfig {
+    let mut roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    for der in extra {
+        // Each was parsed as a CA when the setting was read.
+        let _ = roots.add(rustls::pki_types::CertificateDer::from(der.clone()));
+    }
+    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default protocol versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth()
+}
+
 /// The cached key set and how to refresh it.
 pub(crate) struct Jwks {
     issuer: String,
@@ -65,7 +81,7 @@ impl Jwks {
 
     pub(crate) fn new(settings: &AuthSettings) -> Self {
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_webpki_roots()
+            .with_tls_config(tls_config(&settings.extra_roots))
             .https_or_http()
             .enable_http1()
             .build();

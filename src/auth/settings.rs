@@ -5,6 +5,7 @@
 //! | `MCP_AUTH_ISSUER` | unset = auth off | the authorization server's issuer URL (`iss`) |
 //! | `MCP_AUTH_AUDIENCE` | required with an issuer | this server's canonical URI (RFC 8707), e.g. `https://mcp.example.com/mcp` |
 //! | `MCP_AUTH_JWKS_URL` | from the issuer's metadata | where the signing keys are |
+//! | `MCP_AUTH_CA_FILE` | none: the web's public roots only | a PEM file of extra CA certificates trusted (besides the public roots) when fetching the issuer's metadata and keys, for a private issuer |
 //! | `MCP_AUTH_SCOPES_SUPPORTED` | the scopes named in the maps | advertised in the metadata document |
 //! | `MCP_AUTH_TOOL_SCOPES` | none | `tool=scope[ scope…],…`; `*` is every other tool, e.g. `checkout=basket:write,*=basket:read` |
 //! | `MCP_AUTH_METHOD_SCOPES` | none | the same per JSON-RPC method, e.g. `resources/read=files:read` |
@@ -104,6 +105,28 @@ pub struct AuthSettings {
     pub jwks_min_refresh: Duration,
     /// Largest bearer token read.
     pub max_token_bytes: usize,
+    /// Extra CA certificates (DER) trusted for the issuer's metadata and keys, from
+    /// `MCP_AUTH_CA_FILE`; the web's public roots are always trusted.
+    pub extra_roots: Vec<Vec<u8>>,
+}
+
+/// The certificates of the PEM file `path`, for `MCP_AUTH_CA_FILE`.
+fn read_roots(path: &str) -> Result<Vec<Vec<u8>>, String> {
+    use rustls_pki_types::{CertificateDer, pem::PemObject};
+    let pem = std::fs::read(path).map_err(|e| format!("cannot read it ({e})"))?;
+    let roots = CertificateDer::pem_slice_iter(&pem)
+        .map(|cert| cert.map(|c| c.to_vec()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("not a PEM file of certificates ({e})"))?;
+    if roots.is_empty() {
+        return Err("holds no CERTIFICATE block; expected the PEM of the CA that signed the issuer's certificate".into());
+    }
+    for root in &roots {
+        let der = CertificateDer::from(root.as_slice());
+        webpki::anchor_from_trusted_cert(&der)
+            .map_err(|e| format!("a certificate in it is not a usable CA ({e:?})"))?;
+    }
+    Ok(roots)
 }
 
 impl AuthSettings {
@@ -237,6 +260,11 @@ impl AuthSettings {
                 86_400,
             )?),
             max_token_bytes: number("MCP_AUTH_MAX_TOKEN_BYTES", 8192, 65_536)? as usize,
+            extra_roots: match get("MCP_AUTH_CA_FILE") {
+                None => Vec::new(),
+                Some(path) => read_roots(path.trim())
+                    .map_err(|why| ("MCP_AUTH_CA_FILE", path.clone(), why))?,
+            },
         }))
     }
 
