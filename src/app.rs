@@ -10,7 +10,7 @@ use rmcp::{
 };
 
 use crate::{
-    auth::{Authenticator, Caller},
+    auth::{Caller, Warming},
     config::Config,
     env::Mode,
     error::Error,
@@ -45,10 +45,8 @@ pub struct App {
     resources: Option<Arc<dyn ResourceWatch>>,
     handle_resources: Vec<HandleResource>,
     tasks: Option<(Arc<Tasks>, crate::handler::TaskPolicies)>,
-    /// Made with the app, so [`open`](Self::open) can fetch its keys while the store opens.
-    auth: Option<Arc<Authenticator>>,
-    /// Its keys were fetched at start-up already ([`open`](Self::open)).
-    auth_warmed: bool,
+    /// The authenticator, its keys' fetch started by `Config::load` or by [`new`](Self::new).
+    auth: Option<Warming>,
 }
 
 impl std::fmt::Debug for App {
@@ -66,10 +64,12 @@ impl App {
     /// a subscriber the program installed first is kept).
     pub fn new(config: Config) -> Self {
         config.log.init();
-        let auth = config
-            .auth
-            .clone()
-            .map(|settings| Arc::new(Authenticator::new(Arc::new(settings))));
+        let mut config = config;
+        let started = config.auth_warming.take();
+        let auth = config.auth.as_ref().map(|settings| match started {
+            Some(warming) if warming.is_for(settings) => warming,
+            _ => Warming::start(settings),
+        });
         Self {
             config,
             changes: None,
@@ -78,7 +78,6 @@ impl App {
             handle_resources: Vec::new(),
             tasks: None,
             auth,
-            auth_warmed: false,
         }
     }
 
@@ -98,16 +97,9 @@ impl App {
     /// # }
     /// ```
     pub async fn open(config: Config) -> Result<Self, Error> {
+        // The issuer's keys are being fetched meanwhile (`Config::load` or `new` started it).
         let mut app = Self::new(config);
-        // Nothing orders the two: INIT waits for the slower chain, not for their sum.
-        let warm_auth = async {
-            if let Some(auth) = &app.auth {
-                auth.warm().await;
-            }
-        };
-        let (handles, ()) = tokio::join!(app.config.handles.open(), warm_auth);
-        let handles = handles?;
-        app.auth_warmed = true;
+        let handles = app.config.handles.open().await?;
         let changes = app
             .config
             .listen
@@ -306,7 +298,8 @@ impl App {
             .metrics
             .enabled
             .then(|| Arc::new(Metrics::new(config.metrics.clone())));
-        let auth = self.auth;
+        let auth_warming = self.auth;
+        let auth = auth_warming.as_ref().map(|w| w.authenticator().clone());
         let hosted = Arc::new(
             HostedSettings::new(
                 &config.cache,
@@ -377,8 +370,7 @@ impl App {
                 .is_some_and(|(tasks, _)| tasks.runs_locally()),
             service,
             config,
-            auth,
-            auth_warmed: self.auth_warmed,
+            auth_warming,
             shutdown,
         }
     }
@@ -440,9 +432,8 @@ fn resource_watch(
 pub struct Server<H> {
     service: McpService<H>,
     config: Config,
-    auth: Option<Arc<Authenticator>>,
-    /// [`App::open`] fetched the issuer's keys already.
-    auth_warmed: bool,
+    /// The issuer's keys, being fetched since start-up.
+    auth_warming: Option<Warming>,
     shutdown: Shutdown,
     /// Tasks run on this process's runtime (`Dispatch::Local`).
     local_tasks: bool,
@@ -463,22 +454,24 @@ impl<H: ServerHandler> Server<H> {
     /// Serves until stopped: on Lambda when `AWS_LAMBDA_RUNTIME_API` is set,
     /// otherwise on [`LocalSettings::bind`](crate::serve::LocalSettings::bind).
     pub async fn run(self) -> Result<(), Error> {
-        match &self.auth {
-            // Everything expensive happens before the first request (Lambda INIT).
-            Some(auth) => {
-                let settings = auth.settings();
+        match &self.auth_warming {
+            Some(warming) => {
+                let settings = warming.authenticator().settings();
                 tracing::info!(issuer = %settings.issuer, audience = %settings.audience, "auth is on: every request needs a bearer token for this audience");
-                if !self.auth_warmed {
-                    auth.warm().await;
-                }
             }
             None => tracing::warn!(
                 "auth is off (MCP_AUTH_ISSUER is not set): anyone who can reach this server can call it"
             ),
         }
-        // This instance's list fingerprints, published before the first listener arrives, and
-        // the names metrics count as themselves.
-        self.service.probe_lists().await;
+        // Everything expensive happens before the first request (Lambda INIT), and at once:
+        // this instance's list fingerprints (published before the first listener arrives;
+        // also the names metrics count as themselves) while the issuer's keys arrive.
+        let keys = async {
+            if let Some(warming) = &self.auth_warming {
+                warming.wait().await;
+            }
+        };
+        tokio::join!(self.service.probe_lists(), keys);
         if self.config.request_state_keys.is_generated() {
             tracing::warn!(
                 "MCP_REQUEST_STATE_KEY is not set: using a random key, so requestState and cursors do not survive a restart or cross instances"

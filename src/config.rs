@@ -30,7 +30,7 @@
 
 pub use crate::env::{ConfigError, Mode};
 use crate::{
-    auth::AuthSettings,
+    auth::{AuthSettings, Warming},
     cache::CacheHints,
     env::Env,
     handler::ListSettings,
@@ -74,6 +74,8 @@ pub struct Config {
     pub log: LogSettings,
     /// Per-request metrics (EMF).
     pub metrics: MetricsSettings,
+    /// The issuer's keys, their fetch started by [`Config::load`] (the app adopts it).
+    pub(crate) auth_warming: Option<Warming>,
 }
 
 impl Config {
@@ -140,6 +142,9 @@ impl Config {
     ) -> Result<Self, ConfigError> {
         let env = Env::new(&lookup);
         let mut config = Self::read(&env)?;
+        // Nothing orders the two: the issuer's keys are fetched while the request-state keys
+        // are, and the app adopts the fetch.
+        config.auth_warming = config.auth.as_ref().map(Warming::start);
         config.request_state_keys = config.request_state_keys.fetch_pending(&env).await?;
         Ok(config)
     }
@@ -159,6 +164,7 @@ impl Config {
             auth: AuthSettings::from_env(env)?,
             log: LogSettings::from_env(env)?,
             metrics: MetricsSettings::from_env(env)?,
+            auth_warming: None,
         })
     }
 

@@ -646,28 +646,31 @@ async fn slow_oidc_issuer(key: &TestKey, delay: std::time::Duration) -> String {
 }
 
 #[tokio::test]
-async fn start_up_asks_both_metadata_documents_at_once_and_fetches_the_keys_while_the_store_opens()
-{
+async fn start_up_asks_both_metadata_documents_at_once_and_fetches_the_keys_while_the_request_state_key_is_read()
+ {
     use mcp_lambda::testing::TestClient;
     let key = TestKey::rsa("rsa-1");
     let delay = std::time::Duration::from_millis(400);
     let issuer = slow_oidc_issuer(&key, delay).await;
-    let started = std::time::Instant::now();
-    let app = mcp_lambda::App::open(config(&[
+    let vars = [
         ("MCP_AUTH_ISSUER", issuer.as_str()),
         ("MCP_AUTH_AUDIENCE", AUDIENCE),
-    ]))
+    ];
+    let started = std::time::Instant::now();
+    // `Config::load` starts the key fetch; the app adopts it, and the first request with a
+    // token waits for it (rather than fetching again).
+    let config = mcp_lambda::Config::load_from_lookup(|name| {
+        vars.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    })
     .await
     .unwrap();
-    let took = started.elapsed();
-    // Discovery (both candidates at once: one round trip) and the key set: two round trips.
-    // One candidate after the other would be three.
     assert!(
-        took >= 2 * delay && took < 2 * delay + delay * 3 / 4,
-        "App::open took {took:?} with {delay:?} per answer"
+        started.elapsed() < delay,
+        "Config::load does not wait for the issuer"
     );
-    // The keys are there: a token is accepted with no fetch in between.
-    let server = app.server(Fixture);
+    let server = mcp_lambda::App::open(config).await.unwrap().server(Fixture);
     let claims = json!({"iss": issuer, "aud": AUDIENCE, "sub": "alice", "scope": "",
         "exp": now() + 600, "nbf": now() - 10, "iat": now() - 10});
     let answer = TestClient::new(&server)
@@ -675,83 +678,21 @@ async fn start_up_asks_both_metadata_documents_at_once_and_fetches_the_keys_whil
         .call_tool("echo_1", json!({}))
         .await;
     assert_eq!(answer.status, 200);
-}
-
-/// A test CA, and an issuer on `https://127.0.0.1:<port>` whose certificate it signed.
-async fn private_https_issuer(key: &TestKey) -> (String, String) {
-    use http_body_util::Full;
-    use hyper::{body::Incoming, server::conn::http1};
-    use hyper_util::rt::TokioIo;
-    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "mcp-lambda test CA");
-    let ca = ca_params.self_signed(&ca_key).unwrap();
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()])
-        .unwrap()
-        .signed_by(&leaf_key, &ca, &ca_key)
-        .unwrap();
-    let tls = tokio_rustls::rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
-        tokio_rustls::rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(
-        vec![leaf.der().clone()],
-        tokio_rustls::rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
-    )
-    .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(tls));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("https://{}", listener.local_addr().unwrap());
-    let jwks = json!({"keys": [key.jwk()]});
-    let issuer = url.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let (jwks, issuer, acceptor) = (jwks.clone(), issuer.clone(), acceptor.clone());
-            tokio::spawn(async move {
-                let Ok(stream) = acceptor.accept(stream).await else {
-                    return; // a client that does not trust the CA hangs up here
-                };
-                let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
-                    let (jwks, issuer) = (jwks.clone(), issuer.clone());
-                    async move {
-                        let (status, body) = match req.uri().path() {
-                            "/.well-known/oauth-authorization-server" => (
-                                200,
-                                json!({"issuer": issuer, "jwks_uri": format!("{issuer}/jwks.json")}),
-                            ),
-                            "/jwks.json" => (200, jwks),
-                            _ => (404, json!({})),
-                        };
-                        Ok::<_, std::convert::Infallible>(
-                            http::Response::builder()
-                                .status(status)
-                                .header("content-type", "application/json")
-                                .body(Full::new(bytes::Bytes::from(body.to_string())))
-                                .unwrap(),
-                        )
-                    }
-                });
-                let _ = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    (url, ca.pem())
+    let took = started.elapsed();
+    // Discovery (both candidates at once: one round trip) and the key set: two round trips.
+    // One candidate after the other would be three.
+    assert!(
+        took >= 2 * delay && took < 2 * delay + delay * 3 / 4,
+        "the keys took {took:?} with {delay:?} per answer"
+    );
 }
 
 #[tokio::test]
 async fn a_private_issuer_over_https_is_trusted_through_mcp_auth_ca_file_and_only_then() {
     use mcp_lambda::testing::TestClient;
     let key = TestKey::rsa("rsa-private");
-    let (issuer, ca_pem) = private_https_issuer(&key).await;
+    let (issuer, ca_pem) = Issuer::start_tls(&[&key]).await;
+    let issuer = issuer.url;
     let dir = std::env::temp_dir().join(format!("mcp-ca-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ca_file = dir.join("issuer-ca.pem");

@@ -123,6 +123,11 @@ impl Jwks {
 
     async fn fetch(&self) -> Result<usize, String> {
         let mut last = self.last_fetch.lock().await;
+        // A request's refresh fetched the keys while this waited for the lock: not twice.
+        let keys = self.current();
+        if last.is_some() && !keys.is_empty() {
+            return Ok(keys.len());
+        }
         *last = Some(Instant::now());
         self.fetch_unlocked().await
     }

@@ -13,6 +13,7 @@ pub mod metadata;
 mod principal;
 mod settings;
 mod token_cache;
+mod warming;
 
 pub use bearer::{Authenticator, Challenge, Refusal};
 pub(crate) use caller::ANONYMOUS as ANONYMOUS_OWNER;
@@ -20,3 +21,4 @@ pub use caller::Caller;
 pub use jwt::TokenError;
 pub use principal::Principal;
 pub use settings::{AuthSettings, ScopeMap};
+pub(crate) use warming::Warming;

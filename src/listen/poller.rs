@@ -144,8 +144,9 @@ impl Poller {
             tokio::select! {
                 () = tokio::time::sleep_until(next) => {}
                 () = self.hurry.notified() => {
-                    // At most two polls per interval, however many streams end.
-                    tokio::time::sleep_until(last + self.interval / 2).await;
+                    // At most two polls per second, however many streams end.
+                    let spacing = (self.interval / 2).min(Duration::from_millis(500));
+                    tokio::time::sleep_until(last + spacing).await;
                 }
                 Ok(()) = async {
                     match wake.as_mut() {
@@ -231,12 +232,18 @@ impl Joined {
         self.polls.borrow_and_update().clone()
     }
 
-    /// The next poll, within `wait`: a stream's last look before it ends.
-    pub(crate) async fn last(&mut self, wait: Duration) -> Option<Arc<Poll>> {
-        if self.poller.interval > wait {
+    /// The poll after this moment, for a stream about to end: its last look, so a change since
+    /// the previous poll is not lost with it. Waits for the next regular poll when it comes
+    /// within a second, otherwise asks for one sooner; `None` when none came within the time a
+    /// stream has left (`read` for the read itself on top).
+    pub(crate) async fn last(&mut self, read: Duration) -> Option<Arc<Poll>> {
+        let soon = Duration::from_secs(1);
+        if self.poller.interval > soon {
             self.poller.hurry.notify_one();
         }
-        tokio::time::timeout(wait, self.next()).await.ok()
+        tokio::time::timeout(self.poller.interval.min(soon) + read, self.next())
+            .await
+            .ok()
     }
 }
 

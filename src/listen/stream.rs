@@ -80,8 +80,14 @@ fn only_fingerprint(before: &Observed, now: &Observed) -> bool {
     }
 }
 
-/// The longest the last read before a stream ends may take (it must fit the deadline margin).
+/// The longest the last read before a stream ends may take; with the wait for the shared poll
+/// that carries it (at most a second) it must fit the deadline margin.
 const LAST_READ: Duration = Duration::from_secs(1);
+
+const _: () = assert!(
+    LAST_READ.as_secs() + 1 < DEADLINE_MARGIN.as_secs(),
+    "the last look fits before the deadline"
+);
 
 /// What a client is shown of a watched task now (what `tasks/get` would answer).
 fn task_view(seen: &Observed) -> Option<DetailedTask> {

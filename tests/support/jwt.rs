@@ -2,7 +2,7 @@
 //!
 //! RSA keys come from `openssl genpkey` (ring cannot generate RSA keys);
 //! P-256 and Ed25519 keys from ring. The JWKS is served over HTTP on
-//! loopback and every fetch is counted.
+//! loopback (or HTTPS, with a test CA: `Issuer::start_tls`) and every fetch is counted.
 
 use std::{
     convert::Infallible,
@@ -196,8 +196,44 @@ pub struct Issuer {
 
 impl Issuer {
     pub async fn start(keys: &[&TestKey]) -> Self {
+        Self::serve(keys, None).await
+    }
+
+    /// The same issuer on `https://127.0.0.1:<port>`, with a certificate signed by a test CA
+    /// made for it; also returns that CA's PEM (what `MCP_AUTH_CA_FILE` names).
+    pub async fn start_tls(keys: &[&TestKey]) -> (Self, String) {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "mcp-lambda test CA");
+        let ca = ca_params.self_signed(&ca_key).unwrap();
+        let leaf_key = KeyPair::generate().unwrap();
+        let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()])
+            .unwrap()
+            .signed_by(&leaf_key, &ca, &ca_key)
+            .unwrap();
+        let tls = tokio_rustls::rustls::ServerConfig::builder_with_provider(Arc::new(
+            tokio_rustls::rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![leaf.der().clone()],
+            tokio_rustls::rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
+        )
+        .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+        (Self::serve(keys, Some(acceptor)).await, ca.pem())
+    }
+
+    async fn serve(keys: &[&TestKey], tls: Option<tokio_rustls::TlsAcceptor>) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let url = format!("{scheme}://{}", listener.local_addr().unwrap());
         let jwks = Arc::new(Mutex::new(
             json!({"keys": keys.iter().map(|k| k.jwk()).collect::<Vec<_>>()}),
         ));
@@ -210,6 +246,7 @@ impl Issuer {
                     break;
                 };
                 let (j, f, d, u) = (j.clone(), f.clone(), d.clone(), u.clone());
+                let tls = tls.clone();
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(
                         move |req: http::Request<Incoming>| {
@@ -240,9 +277,22 @@ impl Issuer {
                             }
                         },
                     );
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    match tls {
+                        None => {
+                            let _ = http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), service)
+                                .await;
+                        }
+                        Some(tls) => {
+                            // A client that does not trust the CA hangs up here.
+                            let Ok(stream) = tls.accept(stream).await else {
+                                return;
+                            };
+                            let _ = http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), service)
+                                .await;
+                        }
+                    }
                 });
             }
         });
