@@ -5,7 +5,9 @@
 # first /next, with the JWKS fetch and the DynamoDB warm-up), the duration of each invocation
 # (event out on /next → the next /next, what Lambda bills) for tools/list, view_basket (a handle
 # read), add_item (a handle write) and hello, p50/p99, and the functions' CPU per invocation; then
-# the basket under AWS_LAMBDA_MAX_CONCURRENCY (Managed Instances), sent a burst of each at once.
+# the basket under AWS_LAMBDA_MAX_CONCURRENCY (Managed Instances), sent a burst of each at once;
+# and INIT again on an emulated network (BENCH_EMULATED=ISSUER_RTT_MS,AWS_RTT_MS, default 40,4:
+# the issuer over HTTPS, DynamoDB Local and an SSM stand-in each behind a delaying proxy).
 # benches/lambda_report.py turns the numbers into ratios to hello and a cost table.
 #
 #   benches/lambda-runtime.sh            the full run (release builds, ~2 min once built): writes
@@ -33,10 +35,10 @@ case "${1:-}" in
 esac
 if [ "$MODE" = smoke ]; then
   INITS=${BENCH_INITS:-2}; ROUNDS=${BENCH_ROUNDS:-1}; BATCH=${BENCH_BATCH:-5}; PROFILE=${BENCH_PROFILE:-debug}
-  CONCURRENCY=${BENCH_CONCURRENCY:-4}; BURST=${BENCH_BURST:-8}
+  CONCURRENCY=${BENCH_CONCURRENCY:-4}; BURST=${BENCH_BURST:-8}; EMULATED=${BENCH_EMULATED:-40,4}
 else
   INITS=${BENCH_INITS:-20}; ROUNDS=${BENCH_ROUNDS:-5}; BATCH=${BENCH_BATCH:-1000}; PROFILE=${BENCH_PROFILE:-release}
-  CONCURRENCY=${BENCH_CONCURRENCY:-8}; BURST=${BENCH_BURST:-2000}
+  CONCURRENCY=${BENCH_CONCURRENCY:-8}; BURST=${BENCH_BURST:-2000}; EMULATED=${BENCH_EMULATED:-40,4}
 fi
 OUT="$MCP_WORK/bench/$(date -u +%Y%m%dT%H%M%SZ)-lambda-$MODE"
 mkdir -p "$OUT"
@@ -101,10 +103,10 @@ print(json.dumps({"kind": "machine", "mode": mode, "profile": profile, "inits": 
     "commit": out("git", "describe", "--always", "--dirty"), "binary_bytes": sizes}))
 EOF
 
-echo "==> measuring: $INITS starts of each function, $ROUNDS round(s) × $BATCH invocations per operation, then $BURST at once per operation with AWS_LAMBDA_MAX_CONCURRENCY=$CONCURRENCY"
+echo "==> measuring: $INITS starts of each function, $ROUNDS round(s) × $BATCH invocations per operation, then $BURST at once per operation with AWS_LAMBDA_MAX_CONCURRENCY=$CONCURRENCY, then $INITS starts each on an emulated network ($EMULATED ms round trips)"
 if "$BIN/examples/bench_lambda_runtime" "$BIN/basket" "$BIN/examples/bench_lambda_hello" \
   "$ENDPOINT" "$OUT/measured.jsonl" "$OUT" "$INITS" "$ROUNDS" "$BATCH" "$CONCURRENCY" "$BURST" \
-  2>"$OUT/driver.log"; then
+  "$EMULATED" 2>"$OUT/driver.log"; then
   cat "$OUT/measured.jsonl" >>"$RESULTS"
   pass "every invocation answered 200 with a result (tools/list, view_basket, add_item, hello)"
 else

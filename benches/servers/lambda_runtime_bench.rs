@@ -1,5 +1,6 @@
 //! Run with `benches/lambda-runtime.sh` (which builds it and starts DynamoDB Local), or:
-//! `bench_lambda_runtime BASKET HELLO DYNAMODB_ENDPOINT OUT.jsonl LOG_DIR INITS ROUNDS BATCH`.
+//! `bench_lambda_runtime BASKET HELLO DYNAMODB_ENDPOINT OUT.jsonl LOG_DIR INITS ROUNDS BATCH
+//! CONCURRENCY BURST [EMULATED]`.
 //!
 //! The basket binary and a minimal `lambda_http` function (`bench_lambda_hello`), each run as a
 //! Lambda function under its own loopback Runtime API (2018-06-01, as `tests/lambda_runtime.rs`
@@ -17,6 +18,13 @@
 //!   consistent `GetItem` and a conditional `UpdateItem`) and the hello function. `ROUNDS` rounds
 //!   of `BATCH` invocations per operation, the order rotated each round, after a warm-up; with
 //!   each function's CPU time over every batch.
+//!
+//! - **INIT on an emulated network** (when `EMULATED` is `ISSUER_RTT_MS,AWS_RTT_MS`, e.g. `40,4`):
+//!   the basket's dependencies each behind a loopback proxy that delays every byte by half the
+//!   round trip each way and a new connection by one round trip (the TCP handshake): the issuer
+//!   over HTTPS with a test CA (`MCP_AUTH_CA_FILE`), its metadata found by discovery; DynamoDB
+//!   Local; and the request-state key from an SSM stand-in (`MCP_REQUEST_STATE_KEY_SSM_PARAMETER`),
+//!   against the hello, `INITS` starts of each.
 //!
 //! Every answer is checked (status 200, a JSON-RPC result, not a tool error). Writes one JSON
 //! line per measurement to `OUT.jsonl`; the functions' logs go to `LOG_DIR`. Tokens are never
@@ -462,6 +470,80 @@ impl Bench {
         Ok(())
     }
 
+    /// INIT with every dependency of the basket behind a network of `issuer_rtt` (the issuer,
+    /// over HTTPS) and `aws_rtt` (DynamoDB, SSM) round trips; the hello has none.
+    async fn inits_emulated(
+        &mut self,
+        inits: usize,
+        key: &jwt::TestKey,
+        dynamodb: &str,
+        issuer_rtt: Duration,
+        aws_rtt: Duration,
+    ) -> Result<(), String> {
+        let (issuer, ca) = jwt::Issuer::start_tls(&[key]).await;
+        let ca_file = self.logs.join("issuer-ca.pem");
+        std::fs::write(&ca_file, ca).map_err(|e| format!("{}: {e}", ca_file.display()))?;
+        let issuer_addr = issuer.url.trim_start_matches("https://").to_owned();
+        let issuer_url = format!("https://{}", delay_proxy(&issuer_addr, issuer_rtt).await?);
+        let dynamodb_url = format!(
+            "http://{}",
+            delay_proxy(dynamodb.trim_start_matches("http://"), aws_rtt).await?
+        );
+        let ssm_url = format!(
+            "http://{}",
+            delay_proxy(&ssm_stand_in().await?, aws_rtt).await?
+        );
+        let mut env = dynamodb::basket_env(&dynamodb_url, TABLE);
+        env.extend(
+            [
+                ("MCP_AUTH_ISSUER", issuer_url.as_str()),
+                ("MCP_AUTH_AUDIENCE", AUDIENCE),
+                ("MCP_AUTH_CA_FILE", &ca_file.display().to_string()),
+                ("MCP_REQUEST_STATE_KEY_SSM_PARAMETER", SSM_PARAMETER),
+                ("AWS_ENDPOINT_URL_SSM", ssm_url.as_str()),
+                ("MCP_ALLOWED_HOSTS", "*"),
+            ]
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
+        let mut claims = issuer.claims(AUDIENCE, "bench", "");
+        claims["iss"] = json!(issuer_url);
+        claims["exp"] = json!(jwt::now() + 3600);
+        let token = key.sign_with(
+            json!({"alg": "RS256", "typ": "JWT", "kid": key.kid}),
+            &claims,
+        );
+        for run in 0..inits {
+            for hello in [true, false] {
+                let mut function = if hello {
+                    Function::start(&self.hello, &[], &self.logs.join("hello.log")).await?
+                } else {
+                    Function::start(&self.basket, &env, &self.logs.join("basket-emulated.log"))
+                        .await?
+                };
+                let (init, ticks) = function.init().await?;
+                self.next_rpc += 1;
+                let event = mcp_event(self.next_rpc, "tools/list", json!({}), &token);
+                let (duration, _, body) = function.api.invoke(event).await?;
+                if !hello {
+                    result_of(&body).map_err(|e| format!("cold tools/list (emulated): {e}"))?;
+                }
+                drop(function);
+                self.record(json!({
+                    "kind": "init_emulated",
+                    "function": if hello { "hello" } else { "basket" },
+                    "run": run,
+                    "issuer_rtt_ms": issuer_rtt.as_secs_f64() * 1e3,
+                    "aws_rtt_ms": aws_rtt.as_secs_f64() * 1e3,
+                    "init_ms": init.as_secs_f64() * 1e3,
+                    "init_cpu_ticks": ticks,
+                    "first_duration_ms": duration.as_secs_f64() * 1e3,
+                }))?;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        Ok(())
+    }
+
     /// Managed Instances: one basket process with `AWS_LAMBDA_MAX_CONCURRENCY=concurrency`,
     /// sent `burst` invocations of each operation at once; its CPU per invocation and the
     /// response latency (no billed duration: Managed Instances bill the instance, not the time).
@@ -643,13 +725,30 @@ async fn run(args: &[String]) -> Result<(), String> {
         batch,
         concurrency,
         burst,
+        emulated @ ..,
     ] = args
     else {
         return Err(
             "usage: BASKET HELLO DYNAMODB_ENDPOINT OUT.jsonl LOG_DIR INITS ROUNDS BATCH \
-                    CONCURRENCY BURST"
+                    CONCURRENCY BURST [ISSUER_RTT_MS,AWS_RTT_MS]"
                 .into(),
         );
+    };
+    let emulated = match emulated {
+        [] => None,
+        [rtts] => {
+            let (issuer, aws) = rtts
+                .split_once(',')
+                .ok_or_else(|| format!("{rtts}: expected ISSUER_RTT_MS,AWS_RTT_MS"))?;
+            let ms = |s: &str| {
+                s.trim()
+                    .parse::<u64>()
+                    .map(Duration::from_millis)
+                    .map_err(|e| format!("{s}: {e}"))
+            };
+            Some((ms(issuer)?, ms(aws)?))
+        }
+        _ => return Err("one EMULATED argument at most".into()),
     };
     let number = |s: &String| s.parse::<usize>().map_err(|e| format!("{s}: {e}"));
     let (inits, rounds, batch) = (number(inits)?, number(rounds)?, number(batch)?);
@@ -689,6 +788,11 @@ async fn run(args: &[String]) -> Result<(), String> {
         next_rpc: 0,
     };
     bench.inits(inits).await?;
+    if let Some((issuer_rtt, aws_rtt)) = emulated {
+        bench
+            .inits_emulated(inits, &key, endpoint, issuer_rtt, aws_rtt)
+            .await?;
+    }
     bench.warm(rounds, batch).await?;
     if concurrency > 0 {
         bench.concurrent(concurrency, burst).await?;
@@ -765,4 +869,109 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The SSM parameter the emulated run keeps the request-state key in.
+const SSM_PARAMETER: &str = "/mcp/request-state-key";
+
+/// A loopback proxy to `upstream` that delays every byte by half of `rtt` each way and each new
+/// connection by one `rtt` (the TCP handshake a real path costs); returns where it listens.
+async fn delay_proxy(upstream: &str, rtt: Duration) -> Result<SocketAddr, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+    async fn pipe(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, delay: Duration) {
+        let (tx, mut rx) =
+            tokio::sync::mpsc::unbounded_channel::<(tokio::time::Instant, Vec<u8>)>();
+        // Bytes keep their order and their spacing: each leaves `delay` after it arrived.
+        let writer = tokio::spawn(async move {
+            while let Some((due, bytes)) = rx.recv().await {
+                tokio::time::sleep_until(due).await;
+                if to.write_all(&bytes).await.is_err() {
+                    return;
+                }
+            }
+            let _ = to.shutdown().await;
+        });
+        let mut buf = vec![0u8; 64 * 1024];
+        while let Ok(n) = from.read(&mut buf).await {
+            if n == 0
+                || tx
+                    .send((tokio::time::Instant::now() + delay, buf[..n].to_vec()))
+                    .is_err()
+            {
+                break;
+            }
+        }
+        drop(tx);
+        let _ = writer.await;
+    }
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let upstream = upstream.trim_end_matches('/').to_owned();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let upstream = upstream.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(rtt).await;
+                let Ok(server) = tokio::net::TcpStream::connect(&upstream).await else {
+                    return;
+                };
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                let (client_read, client_write) = client.into_split();
+                let (server_read, server_write) = server.into_split();
+                tokio::join!(
+                    pipe(client_read, server_write, rtt / 2),
+                    pipe(server_read, client_write, rtt / 2)
+                );
+            });
+        }
+    });
+    Ok(addr)
+}
+
+/// An SSM stand-in on loopback answering `GetParameter` with the request-state key (the
+/// signature is checked by `conformance/tests/request_state.rs`; here only the time counts).
+async fn ssm_stand_in() -> Result<String, String> {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(|request: Request<Incoming>| async move {
+                    let target = request
+                        .headers()
+                        .get("x-amz-target")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_owned();
+                    let _ = request.into_body().collect().await;
+                    let (status, body) = if target == "AmazonSSM.GetParameter" {
+                        (
+                            200,
+                            json!({"Parameter": {"Name": SSM_PARAMETER, "Type": "SecureString",
+                                "Value": REQUEST_STATE_KEY, "Version": 1}}),
+                        )
+                    } else {
+                        (400, json!({"__type": "UnknownOperationException"}))
+                    };
+                    Ok::<_, Infallible>(
+                        Response::builder()
+                            .status(status)
+                            .header("content-type", "application/x-amz-json-1.1")
+                            .body(Full::new(Bytes::from(body.to_string())))
+                            .expect("a response"),
+                    )
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Ok(addr.to_string())
 }

@@ -255,10 +255,19 @@ impl Issuer {
                                 let (status, body) = if d.load(Ordering::SeqCst) {
                                     (503, json!({"error": "down"}))
                                 } else {
+                                    // Reached through a proxy, the keys are named where it was reached.
+                                    let base = req
+                                        .headers()
+                                        .get(http::header::HOST)
+                                        .and_then(|h| h.to_str().ok())
+                                        .map(|h| {
+                                            format!("{}://{h}", &u[..u.find("://").unwrap_or(0)])
+                                        })
+                                        .unwrap_or_else(|| u.clone());
                                     match req.uri().path() {
                                         "/.well-known/oauth-authorization-server" => (
                                             200,
-                                            json!({"issuer": u, "jwks_uri": format!("{u}/jwks.json")}),
+                                            json!({"issuer": base, "jwks_uri": format!("{base}/jwks.json")}),
                                         ),
                                         "/jwks.json" => {
                                             f.fetch_add(1, Ordering::SeqCst);
