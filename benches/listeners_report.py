@@ -40,7 +40,7 @@ def section(rows, prices):
         f"Poll every {rows[0]['poll_ms']} ms; each stream watches its own basket and the tool list "
         f"({rows[0]['seconds']:.0f} s quiet window per count, then {10} changes for delivery).\n"
     )
-    out.append("| open streams | DynamoDB requests/s | `BatchGetItem` per poll (⌈items/100⌉) | CPU µs per stream-second | RSS KiB per stream | delivery p50 / max (ms) |")
+    out.append("| open streams | DynamoDB requests/s | `BatchGetItem` per poll interval (a poll: ⌈items/100⌉) | CPU µs per stream-second | RSS KiB per stream | delivery p50 / max (ms) |")
     out.append("|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         out.append(
@@ -49,6 +49,15 @@ def section(rows, prices):
             f"| {r['delivery_p50_ms']:.0f} / {r['delivery_max_ms']:.0f} |"
         )
     out.append("")
+    out.append(
+        "CPU is `utime + stime` above the idle process, counted by the kernel in 10 ms ticks: over "
+        f"a {rows[0]['seconds']:.0f} s window one tick is {10_000 / rows[0]['seconds']:.0f} µs per "
+        "stream-second at one stream and a thousandth of that at a thousand, so only the larger "
+        "counts measure anything. RSS per stream is the growth over the idle process divided by "
+        "the streams (at one stream it is mostly the allocator's first arenas). Fewer requests per "
+        "interval than a poll needs means a poll took longer than the interval (ticks are "
+        "delayed, never bunched).\n"
+    )
     out.append("Cost per listener-month (730 h), from the figures above and `benches/lambda-prices.json`:\n")
     out.append("| open streams per process | DynamoDB reads | VPS (CPU share + reads) | Managed Instances | on-demand Lambda |")
     out.append("|---:|---:|---:|---:|---:|")
