@@ -505,6 +505,16 @@ impl Bench {
             ]
             .map(|(k, v)| (k.to_string(), v.to_string())),
         );
+        // What each chain costs on these proxies (timer rounding included), measured.
+        let issuer_chain = path_time(issuer_rtt, 3).await?;
+        let dynamodb_chain = path_time(aws_rtt, 2).await?;
+        let ssm_chain = path_time(aws_rtt, 1).await?;
+        self.record(json!({
+            "kind": "emulated_paths",
+            "issuer_chain_ms": issuer_chain.as_secs_f64() * 1e3,
+            "dynamodb_chain_ms": dynamodb_chain.as_secs_f64() * 1e3,
+            "ssm_chain_ms": ssm_chain.as_secs_f64() * 1e3,
+        }))?;
         let mut claims = issuer.claims(AUDIENCE, "bench", "");
         claims["iss"] = json!(issuer_url);
         claims["exp"] = json!(jwt::now() + 3600);
@@ -631,6 +641,12 @@ impl Bench {
             let per_op = if round == 0 { WARM_UP } else { batch };
             for k in 0..Op::ALL.len() {
                 let op = Op::ALL[(k + round) % Op::ALL.len()];
+                // `BENCH_OPS=hello,tools/list`: only these (for a profile of one operation).
+                if let Ok(only) = std::env::var("BENCH_OPS")
+                    && !only.split(',').any(|name| name == op.name())
+                {
+                    continue;
+                }
                 let function = if op == Op::Hello {
                     &mut hello
                 } else {
@@ -778,6 +794,15 @@ async fn run(args: &[String]) -> Result<(), String> {
         .map(|(k, v)| (k.to_string(), v.to_string())),
     );
 
+    // `BENCH_BASKET_ENV=MCP_LOG=warn;MCP_METRICS=off`: settings of the basket to compare.
+    if let Ok(extra) = std::env::var("BENCH_BASKET_ENV") {
+        for pair in extra.split(';').filter(|p| !p.is_empty()) {
+            let (name, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("BENCH_BASKET_ENV: {pair:?} is not NAME=VALUE"))?;
+            basket_env.push((name.to_owned(), value.to_owned()));
+        }
+    }
     let mut bench = Bench {
         basket: basket.into(),
         hello: hello.into(),
@@ -974,4 +999,47 @@ async fn ssm_stand_in() -> Result<String, String> {
         }
     });
     Ok(addr.to_string())
+}
+
+/// The median time, over 7 tries, to open a connection through a [`delay_proxy`] of `rtt` and
+/// make `exchanges` request–answer exchanges on it (one byte each way, to an echo server): what
+/// a dependency chain of one new connection and that many exchanges costs on the emulated path.
+async fn path_time(rtt: Duration, exchanges: usize) -> Result<Duration, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let echo = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| e.to_string())?;
+    let echo_addr = echo.local_addr().map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = echo.accept().await {
+            tokio::spawn(async move {
+                let mut byte = [0u8; 1];
+                while stream.read_exact(&mut byte).await.is_ok() {
+                    if stream.write_all(&byte).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let proxy = delay_proxy(&echo_addr.to_string(), rtt).await?;
+    let mut times = Vec::new();
+    for _ in 0..7 {
+        let started = Instant::now();
+        let mut stream = tokio::net::TcpStream::connect(proxy)
+            .await
+            .map_err(|e| e.to_string())?;
+        stream.set_nodelay(true).map_err(|e| e.to_string())?;
+        let mut byte = [0u8; 1];
+        for _ in 0..exchanges {
+            stream.write_all(b"x").await.map_err(|e| e.to_string())?;
+            stream
+                .read_exact(&mut byte)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        times.push(started.elapsed());
+    }
+    times.sort();
+    Ok(times[times.len() / 2])
 }

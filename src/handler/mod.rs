@@ -126,6 +126,8 @@ pub(crate) struct HostedSettings {
     inner_resources: bool,
     /// What the library announces on top of the handler's capabilities.
     announce: Announce,
+    /// The tool schemas `tools/list` serves, made portable once each.
+    portable: portable_schema::PortableSchemas,
 }
 
 /// What the server announces on top of the handler's own capabilities, so a handler written
@@ -195,6 +197,7 @@ impl HostedSettings {
             inner_resources: info.capabilities.resources.is_some(),
             resources: Arc::from([]),
             announce: Announce::default(),
+            portable: portable_schema::PortableSchemas::default(),
         }
     }
 
@@ -708,7 +711,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             .settings
             .page(result, request.as_ref(), list, filtered)?;
         for tool in &mut page.tools {
-            portable_schema::make_tool_portable(tool);
+            self.settings.portable.apply(tool);
         }
         Ok(page)
     }

@@ -127,12 +127,53 @@ const TYPES: &[&str] = &[
 /// stack).
 const MAX_DEPTH: usize = 128;
 
-/// Makes the schemas `tools/list` serves for `tool` portable, cloning a
-/// shared schema only when it needs a change.
-pub(crate) fn make_tool_portable(tool: &mut Tool) {
-    make_schema_portable(&mut tool.input_schema);
-    if let Some(schema) = &mut tool.output_schema {
+/// Tool schemas already made portable, by the handler's own `Arc`: a router keeps one `Arc` per
+/// tool schema for the server's life, so each is rewritten once rather than on every
+/// `tools/list` (a clone and a rewrite of every schema per request). The originals are held, so
+/// an address is never reused while it is remembered; past [`MAX_REMEMBERED`] schemas (a
+/// handler that builds its tools anew per request) it starts over.
+#[derive(Default)]
+pub(crate) struct PortableSchemas {
+    seen: std::sync::Mutex<Vec<(Arc<Object>, Arc<Object>)>>,
+}
+
+/// The most schemas [`PortableSchemas`] remembers.
+const MAX_REMEMBERED: usize = 512;
+
+impl std::fmt::Debug for PortableSchemas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PortableSchemas").finish_non_exhaustive()
+    }
+}
+
+impl PortableSchemas {
+    /// Makes the schemas `tools/list` serves for `tool` portable: from memory when this schema
+    /// was seen before, otherwise cloning a shared schema only when it needs a change.
+    pub(crate) fn apply(&self, tool: &mut Tool) {
+        self.portable(&mut tool.input_schema);
+        if let Some(schema) = &mut tool.output_schema {
+            self.portable(schema);
+        }
+    }
+
+    fn portable(&self, schema: &mut Arc<Object>) {
+        {
+            let seen = self.seen.lock().expect("portable schemas lock");
+            if let Some((_, done)) = seen
+                .iter()
+                .find(|(original, _)| Arc::ptr_eq(original, schema))
+            {
+                *schema = done.clone();
+                return;
+            }
+        }
+        let original = schema.clone();
         make_schema_portable(schema);
+        let mut seen = self.seen.lock().expect("portable schemas lock");
+        if seen.len() >= MAX_REMEMBERED {
+            seen.clear();
+        }
+        seen.push((original, schema.clone()));
     }
 }
 
@@ -852,8 +893,19 @@ mod tests {
         let output = object(
             json!({"type": "object", "properties": {"n": {"type": "integer", "format": "uint64"}}}),
         );
-        let mut tool = Tool::new("t", "a tool", input).with_raw_output_schema(Arc::new(output));
-        make_tool_portable(&mut tool);
+        let tool = Tool::new("t", "a tool", input).with_raw_output_schema(Arc::new(output));
+        let schemas = PortableSchemas::default();
+        let mut first = tool.clone();
+        schemas.apply(&mut first);
+        // The same handler schema again: the rewrite remembered, not redone.
+        let mut again = tool.clone();
+        schemas.apply(&mut again);
+        assert!(Arc::ptr_eq(&first.input_schema, &again.input_schema));
+        assert!(Arc::ptr_eq(
+            first.output_schema.as_ref().unwrap(),
+            again.output_schema.as_ref().unwrap()
+        ));
+        let tool = again;
         assert_eq!(
             Value::Object((*tool.input_schema).clone()),
             json!({"type": "object", "properties": {"id": {"anyOf": [{"type": "string"}, {"type": "null"}]}}})

@@ -90,7 +90,8 @@ impl<H: rmcp::ServerHandler> tower::Service<Request> for Buffered<H> {
             let body = if bytes.is_empty() {
                 LambdaBody::Empty
             } else {
-                match String::from_utf8(bytes.to_vec()) {
+                // Reuses the body's allocation when it owns it (the usual case): no copy.
+                match String::from_utf8(Vec::from(bytes)) {
                     Ok(text) => LambdaBody::Text(text),
                     Err(bytes) => LambdaBody::Binary(bytes.into_bytes()),
                 }
