@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 use super::{ChangeFeed, MAX_KEYS_PER_READ, Observed, Watch};
 
@@ -44,9 +44,6 @@ pub(crate) struct Poller {
     interval: Duration,
     state: Mutex<State>,
     polls: watch::Sender<Arc<Poll>>,
-    /// A stream about to end wants its last look soon (when the interval is longer than it
-    /// may wait).
-    hurry: Notify,
 }
 
 #[derive(Default)]
@@ -76,7 +73,6 @@ impl Poller {
                 sent: Instant::now(),
                 seen: HashMap::new(),
             })),
-            hurry: Notify::new(),
         })
     }
 
@@ -143,11 +139,6 @@ impl Poller {
         loop {
             tokio::select! {
                 () = tokio::time::sleep_until(next) => {}
-                () = self.hurry.notified() => {
-                    // At most two polls per second, however many streams end.
-                    let spacing = (self.interval / 2).min(Duration::from_millis(500));
-                    tokio::time::sleep_until(last + spacing).await;
-                }
                 Ok(()) = async {
                     match wake.as_mut() {
                         Some(wake) => wake.changed().await.map_err(|_| ()),
@@ -230,20 +221,6 @@ impl Joined {
             std::future::pending::<()>().await;
         }
         self.polls.borrow_and_update().clone()
-    }
-
-    /// The poll after this moment, for a stream about to end: its last look, so a change since
-    /// the previous poll is not lost with it. Waits for the next regular poll when it comes
-    /// within a second, otherwise asks for one sooner; `None` when none came within the time a
-    /// stream has left (`read` for the read itself on top).
-    pub(crate) async fn last(&mut self, read: Duration) -> Option<Arc<Poll>> {
-        let soon = Duration::from_secs(1);
-        if self.poller.interval > soon {
-            self.poller.hurry.notify_one();
-        }
-        tokio::time::timeout(self.poller.interval.min(soon) + read, self.next())
-            .await
-            .ok()
     }
 }
 

@@ -80,14 +80,8 @@ fn only_fingerprint(before: &Observed, now: &Observed) -> bool {
     }
 }
 
-/// The longest the last read before a stream ends may take; with the wait for the shared poll
-/// that carries it (at most a second) it must fit the deadline margin.
+/// The longest the last read before a stream ends may take (it must fit the deadline margin).
 const LAST_READ: Duration = Duration::from_secs(1);
-
-const _: () = assert!(
-    LAST_READ.as_secs() + 1 < DEADLINE_MARGIN.as_secs(),
-    "the last look fits before the deadline"
-);
 
 /// What a client is shown of a watched task now (what `tasks/get` would answer).
 fn task_view(seen: &Observed) -> Option<DetailedTask> {
@@ -316,18 +310,24 @@ pub(crate) async fn run(
             poll = joined.next() => Some(poll),
         };
         let ending = poll.is_none();
-        let poll = match poll {
-            Some(poll) => poll,
-            // One last look, so a change since the previous poll is not lost with the stream.
+        let now: Vec<Observed> = match poll {
+            // A poll sent before this listen's own baseline read may predate it.
+            Some(poll) if poll.sent >= read_at => {
+                watching.watches.iter().map(|w| poll.get(w)).collect()
+            }
+            Some(_) => continue,
             None if watching.watches.is_empty() => return Ok(()),
-            None => match joined.last(LAST_READ).await {
-                Some(poll) => poll,
-                None => return Ok(()),
-            },
+            // One last look of its own, at once, so a change since the previous poll is not
+            // lost with the stream (and a stream with no time left answers now, not at the next
+            // shared poll): one read per stream's end.
+            None => {
+                match tokio::time::timeout(LAST_READ, listener.feed.read(&watching.watches)).await {
+                    Ok(Ok(now)) => now,
+                    _ => return Ok(()),
+                }
+            }
         };
-        // A poll sent before this listen's own baseline read may predate it.
-        if poll.sent >= read_at && !watching.watches.is_empty() {
-            let now = watching.watches.iter().map(|w| poll.get(w)).collect();
+        if !watching.watches.is_empty() {
             let delivered = watching.deliver(&sink, now).await;
             joined.leave(&std::mem::take(&mut watching.left));
             match delivered {

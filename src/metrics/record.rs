@@ -67,6 +67,13 @@ const METRICS: [(&str, &str); 9] = [
     ("DynamoDbThrottles", "Count"),
 ];
 
+/// The dimension sets every record declares (the template's dashboard and alarms read them).
+const DIMENSION_SETS: &[&[&str]] = &[
+    &["Function"],
+    &["Function", "Method"],
+    &["Function", "Method", "Name"],
+];
+
 fn millis(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0
 }
@@ -107,9 +114,18 @@ impl RequestRecord {
         line.number(timestamp);
         line.raw(",\"CloudWatchMetrics\":[{\"Namespace\":");
         line.string(namespace);
-        line.raw(
-            ",\"Dimensions\":[[\"Function\"],[\"Function\",\"Method\"],[\"Function\",\"Method\",\"Name\"]],\"Metrics\":[",
-        );
+        line.raw(",\"Dimensions\":[");
+        for (i, set) in DIMENSION_SETS.iter().enumerate() {
+            line.raw(if i == 0 { "[" } else { ",[" });
+            for (j, dimension) in set.iter().enumerate() {
+                if j > 0 {
+                    line.raw(",");
+                }
+                line.string(dimension);
+            }
+            line.raw("]");
+        }
+        line.raw("],\"Metrics\":[");
         let mut first = true;
         for (metric, unit) in METRICS {
             if metric == "Duration" && self.duration.is_none() {
