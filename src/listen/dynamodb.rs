@@ -37,7 +37,8 @@ pub const RESOURCE_ITEM_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
 type Item = HashMap<String, AttributeValue>;
 
-/// How many items hold each list's version and fingerprint; see the [module docs](self).
+/// How many items hold each list's version and fingerprint: one item is one partition (3,000
+/// strongly consistent reads a second), and every listener reads the lists at every poll.
 ///
 /// Each is read by 1/16 of the processes: 16 × 3,000 reads a second before a list item is
 /// throttled, ten times the listeners the default Lambda concurrency quota admits.
