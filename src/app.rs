@@ -62,9 +62,8 @@ impl std::fmt::Debug for App {
 impl App {
     /// Starts from a configuration, and installs the log subscriber it describes (`MCP_LOG`;
     /// a subscriber the program installed first is kept).
-    pub fn new(config: Config) -> Self {
+    pub fn new(mut config: Config) -> Self {
         config.log.init();
-        let mut config = config;
         let started = config.auth_warming.take();
         let auth = config.auth.as_ref().map(|settings| match started {
             Some(warming) if warming.is_for(settings) => warming,

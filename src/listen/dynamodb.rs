@@ -41,7 +41,7 @@ type Item = HashMap<String, AttributeValue>;
 /// strongly consistent reads a second), and every listener reads the lists at every poll.
 ///
 /// Each is read by 1/16 of the processes: 16 × 3,000 reads a second before a list item is
-/// throttled, ten times the listeners the default Lambda concurrency quota admits.
+/// throttled, 48 times the listeners the default Lambda concurrency quota (1,000) admits.
 pub const LIST_COPIES: usize = 16;
 
 /// A [`ChangeFeed`] on the handles table, shared by every instance.

@@ -107,9 +107,9 @@ impl RequestRecord {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
             .as_millis() as u64;
-        // Written field by field into one string: a JSON tree per request cost a tenth of a
-        // `tools/list` invocation's CPU (BENCHMARKS.md, the runtime path).
-        let mut line = Line(String::with_capacity(640));
+        // Written field by field into one buffer rather than built as a JSON tree and then
+        // serialized: every invocation writes one.
+        let mut line = Line(Vec::with_capacity(640));
         line.raw("{\"_aws\":{\"Timestamp\":");
         line.number(timestamp);
         line.raw(",\"CloudWatchMetrics\":[{\"Namespace\":");
@@ -172,35 +172,34 @@ impl RequestRecord {
             line.field("traceId", |l| l.string(trace));
         }
         line.raw("}");
-        line.0
+        line.into_string()
     }
 }
 
-/// An EMF line being written: JSON by hand, strings escaped by serde_json.
-struct Line(String);
+/// An EMF line being written: JSON by hand, values written by serde_json straight into it.
+struct Line(Vec<u8>);
 
 impl Line {
     fn raw(&mut self, text: &str) {
-        self.0.push_str(text);
+        self.0.extend_from_slice(text.as_bytes());
+    }
+
+    /// A string, escaped; a number, as serde_json writes it (a non-finite float as `null`).
+    fn value(&mut self, value: &(impl serde::Serialize + ?Sized)) {
+        // Writing into a `Vec` cannot fail, nor can serializing a string or a number.
+        let _ = serde_json::to_writer(&mut self.0, value);
     }
 
     fn string(&mut self, text: &str) {
-        // A `&str` always serializes.
-        if let Ok(quoted) = serde_json::to_string(text) {
-            self.0.push_str(&quoted);
-        }
+        self.value(text);
     }
 
-    fn number(&mut self, n: impl std::fmt::Display) {
-        use std::fmt::Write as _;
-        let _ = write!(self.0, "{n}");
+    fn number(&mut self, n: impl serde::Serialize) {
+        self.value(&n);
     }
 
     fn float(&mut self, x: f64) {
-        // As serde_json writes it (finite: durations are).
-        self.0.push_str(
-            &serde_json::Number::from_f64(x).map_or_else(|| "0".into(), |n| n.to_string()),
-        );
+        self.value(&x);
     }
 
     fn field(&mut self, name: &str, value: impl FnOnce(&mut Self)) {
@@ -208,6 +207,11 @@ impl Line {
         self.string(name);
         self.raw(":");
         value(self);
+    }
+
+    fn into_string(self) -> String {
+        // Only `&str`s and serde_json's output went in: always UTF-8.
+        String::from_utf8(self.0).unwrap_or_default()
     }
 }
 
