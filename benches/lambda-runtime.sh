@@ -45,15 +45,8 @@ mkdir -p "$OUT"
 RESULTS="$OUT/results.jsonl"
 echo "bench: lambda runtime, $MODE run, results in $OUT"
 
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "  ok   $1"; }
-fail() { failed=$((failed + 1)); echo "  FAIL $1"; }
-finish() {
-  [ "$MODE" = smoke ] && echo "lambda-runtime-smoke: $passed passed, $failed failed"
-  [ "$failed" -eq 0 ]
-  exit
-}
+SMOKE_NAME=lambda-runtime-smoke
+source benches/common.sh
 
 echo "==> cargo build ($PROFILE): basket, bench_lambda_runtime, bench_lambda_hello"
 flags=()
@@ -80,11 +73,7 @@ fi
 BIN="$CARGO_TARGET_DIR/$PROFILE"
 
 # DynamoDB Local in a state folder of this run's own, stopped (and its data deleted) at the end.
-export DYNAMODB_LOCAL_STATE="$MCP_WORK/dynamodb-local/bench-lambda-$$"
-cleanup() { scripts/dynamodb-local.sh stop >/dev/null 2>&1; }
-trap cleanup EXIT
-ENDPOINT=$(scripts/dynamodb-local.sh start 2>"$OUT/dynamodb-local.log" | sed -n 's/^MCP_TEST_DYNAMODB_ENDPOINT=//p')
-if [ -n "$ENDPOINT" ]; then pass "DynamoDB Local on $ENDPOINT"; else fail "DynamoDB Local (see $OUT/dynamodb-local.log)"; finish; fi
+start_dynamodb_local bench-lambda
 
 python3 - "$MODE" "$PROFILE" "$INITS" "$ROUNDS" "$BATCH" "$BIN" >"$RESULTS" <<'EOF'
 import json, os, platform, subprocess, sys

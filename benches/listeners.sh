@@ -35,15 +35,8 @@ OUT="$MCP_WORK/bench/$(date -u +%Y%m%dT%H%M%SZ)-listeners-$MODE"
 mkdir -p "$OUT"
 echo "bench: listeners, $MODE run, results in $OUT"
 
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "  ok   $1"; }
-fail() { failed=$((failed + 1)); echo "  FAIL $1"; }
-finish() {
-  [ "$MODE" = smoke ] && echo "listeners-smoke: $passed passed, $failed failed"
-  [ "$failed" -eq 0 ]
-  exit
-}
+SMOKE_NAME=listeners-smoke
+source benches/common.sh
 
 echo "==> cargo build ($PROFILE): basket, bench_listeners"
 flags=()
@@ -58,11 +51,7 @@ fi
 if build >"$OUT/build.log" 2>&1; then pass "build"; else tail -30 "$OUT/build.log"; fail "build (see $OUT/build.log)"; finish; fi
 BIN="$CARGO_TARGET_DIR/$PROFILE"
 
-export DYNAMODB_LOCAL_STATE="$MCP_WORK/dynamodb-local/bench-listeners-$$"
-cleanup() { scripts/dynamodb-local.sh stop >/dev/null 2>&1; }
-trap cleanup EXIT
-ENDPOINT=$(scripts/dynamodb-local.sh start 2>"$OUT/dynamodb-local.log" | sed -n 's/^MCP_TEST_DYNAMODB_ENDPOINT=//p')
-if [ -n "$ENDPOINT" ]; then pass "DynamoDB Local on $ENDPOINT"; else fail "DynamoDB Local (see $OUT/dynamodb-local.log)"; finish; fi
+start_dynamodb_local bench-listeners
 
 # Two sockets per stream (the driver's and the server's), in two processes.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"

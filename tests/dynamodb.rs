@@ -23,16 +23,14 @@ mod support;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_lambda::handles::{DynamoDbHandleStore, HandleError, HandleId, HandleStore};
 use serde_json::{Value, json};
 use support::basket::{self, Server, free_port, items};
+use support::counting_proxy::CountingProxy;
 use support::dynamodb::{TABLE, basket_env, client, endpoint, timeouts};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -42,167 +40,6 @@ fn owner(name: &str) -> String {
 
 fn env_refs(env: &[(String, String)]) -> Vec<(&str, &str)> {
     env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
-}
-
-/// A loopback TCP proxy in front of the DynamoDB endpoint that records the operation
-/// (`X-Amz-Target`) of every HTTP request passing through, and counts connections. On demand it
-/// withholds the answers to the next requests of an operation (they still reach DynamoDB), or
-/// stops listening and drops every connection.
-struct CountingProxy {
-    url: String,
-    targets: Arc<Mutex<Vec<String>>>,
-    connections: Arc<AtomicUsize>,
-    /// Answers to withhold: (operation, how many more).
-    swallow: Arc<Mutex<(String, usize)>>,
-    /// The accept loop and every connection's task.
-    tasks: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
-}
-
-impl Drop for CountingProxy {
-    fn drop(&mut self) {
-        self.refuse();
-    }
-}
-
-impl CountingProxy {
-    async fn start(upstream: &str) -> Self {
-        let upstream = upstream
-            .trim_start_matches("http://")
-            .trim_end_matches('/')
-            .to_owned();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let targets = Arc::new(Mutex::new(Vec::new()));
-        let connections = Arc::new(AtomicUsize::new(0));
-        let swallow = Arc::new(Mutex::new((String::new(), 0)));
-        let tasks = Arc::new(Mutex::new(Vec::new()));
-        let (t, c, sw, all) = (
-            targets.clone(),
-            connections.clone(),
-            swallow.clone(),
-            tasks.clone(),
-        );
-        let accept = tokio::spawn(async move {
-            loop {
-                let Ok((client, _)) = listener.accept().await else {
-                    return;
-                };
-                c.fetch_add(1, Ordering::SeqCst);
-                let (targets, upstream, swallow) = (t.clone(), upstream.clone(), sw.clone());
-                let connection = tokio::spawn(async move {
-                    let Ok(server) = TcpStream::connect(&upstream).await else {
-                        return;
-                    };
-                    let (mut client_read, mut client_write) = client.into_split();
-                    let (mut server_read, mut server_write) = server.into_split();
-                    // Set when a request to withhold the answer of passes: from then on this
-                    // connection's answers go nowhere (the client times out and hangs up).
-                    let mute = Arc::new(std::sync::atomic::AtomicBool::new(false));
-                    let muted = mute.clone();
-                    // Aborted with this task (a dropped JoinHandle would leave it running, holding
-                    // the client's socket open).
-                    let back = AbortOnDrop(tokio::spawn(async move {
-                        let mut buf = vec![0u8; 64 * 1024];
-                        loop {
-                            let n = match server_read.read(&mut buf).await {
-                                Ok(0) | Err(_) => break,
-                                Ok(n) => n,
-                            };
-                            if !muted.load(Ordering::SeqCst)
-                                && client_write.write_all(&buf[..n]).await.is_err()
-                            {
-                                break;
-                            }
-                        }
-                    }));
-                    let mut seen = Vec::new();
-                    let mut scanned = 0;
-                    let mut buf = vec![0u8; 64 * 1024];
-                    loop {
-                        let n = match client_read.read(&mut buf).await {
-                            Ok(0) | Err(_) => break,
-                            Ok(n) => n,
-                        };
-                        seen.extend_from_slice(&buf[..n]);
-                        let before = targets.lock().unwrap().len();
-                        scanned = record_targets(&seen, scanned, &targets);
-                        for op in targets.lock().unwrap()[before..].iter() {
-                            let mut swallow = swallow.lock().unwrap();
-                            if swallow.1 > 0 && &swallow.0 == op {
-                                swallow.1 -= 1;
-                                mute.store(true, Ordering::SeqCst);
-                            }
-                        }
-                        if server_write.write_all(&buf[..n]).await.is_err() {
-                            break;
-                        }
-                    }
-                    drop(back);
-                });
-                all.lock().unwrap().push(connection.abort_handle());
-            }
-        });
-        tasks.lock().unwrap().push(accept.abort_handle());
-        Self {
-            url,
-            targets,
-            connections,
-            swallow,
-            tasks,
-        }
-    }
-
-    /// Withholds the answers to the next `count` requests of `operation`: each reaches DynamoDB,
-    /// which applies it, but its answer never comes back.
-    fn swallow(&self, operation: &str, count: usize) {
-        *self.swallow.lock().unwrap() = (operation.to_owned(), count);
-    }
-
-    /// Stops listening and drops every connection: from now on, connecting is refused.
-    fn refuse(&self) {
-        for task in self.tasks.lock().unwrap().drain(..) {
-            task.abort();
-        }
-    }
-
-    /// The operations seen since the last call, in order.
-    fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.targets.lock().unwrap())
-    }
-
-    fn connections(&self) -> usize {
-        self.connections.load(Ordering::SeqCst)
-    }
-}
-
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// Records every complete `x-amz-target: DynamoDB_20120810.<Op>` header line after `from`;
-/// returns where to continue next time.
-fn record_targets(seen: &[u8], mut from: usize, targets: &Mutex<Vec<String>>) -> usize {
-    const NEEDLE: &[u8] = b"x-amz-target:";
-    loop {
-        let Some(at) = seen[from..]
-            .windows(NEEDLE.len())
-            .position(|w| w.eq_ignore_ascii_case(NEEDLE))
-        else {
-            return seen.len().saturating_sub(NEEDLE.len()).max(from);
-        };
-        let start = from + at + NEEDLE.len();
-        let Some(end) = seen[start..].windows(2).position(|w| w == b"\r\n") else {
-            return from + at;
-        };
-        let value = String::from_utf8_lossy(&seen[start..start + end]);
-        let op = value.trim().rsplit('.').next().unwrap_or("").to_owned();
-        targets.lock().unwrap().push(op);
-        from = start + end;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -475,7 +312,7 @@ fn short_read_timeouts() -> mcp_lambda::aws::AwsTimeouts {
 async fn wait_for_requests(proxy: &CountingProxy, count: usize) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let seen = proxy.targets.lock().unwrap().clone();
+        let seen = proxy.seen();
         if seen.len() >= count {
             return seen;
         }
@@ -1261,6 +1098,27 @@ async fn a_basket_change_through_one_process_reaches_a_listener_on_another() {
     }
 }
 
+/// What a process sends DynamoDB over three idle seconds of its open streams (only polls:
+/// asserted), and how long that was.
+async fn idle_polls(proxy: &CountingProxy) -> (Vec<String>, Duration) {
+    proxy.take();
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let requests = proxy.take();
+    let elapsed = started.elapsed();
+    assert!(
+        requests.iter().all(|r| r == "BatchGetItem"),
+        "only polls while idle: {requests:?}"
+    );
+    (requests, elapsed)
+}
+
+/// How many `BatchGetItem` a process sends per poll interval while its streams sit idle.
+async fn polls_per_interval(proxy: &CountingProxy, poll: Duration) -> f64 {
+    let (requests, elapsed) = idle_polls(proxy).await;
+    requests.len() as f64 / (elapsed.as_secs_f64() / poll.as_secs_f64())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_listener_costs_one_dynamodb_request_per_poll_whatever_it_watches() {
     let Some(endpoint) = endpoint("the listen request-count test") else {
@@ -1287,16 +1145,7 @@ async fn a_listener_costs_one_dynamodb_request_per_poll_whatever_it_watches() {
         accepted["resourceSubscriptions"].as_array().unwrap().len(),
         20
     );
-    proxy.take();
-    let window = Duration::from_secs(3);
-    let started = Instant::now();
-    tokio::time::sleep(window).await;
-    let requests = proxy.take();
-    let elapsed = started.elapsed();
-    assert!(
-        requests.iter().all(|r| r == "BatchGetItem"),
-        "only polls while idle: {requests:?}"
-    );
+    let (requests, elapsed) = idle_polls(&proxy).await;
     // At most one request per poll interval (the claim), and it does poll; a loaded machine
     // may delay ticks (fewer polls), never add requests.
     let polls = elapsed.as_secs_f64() / poll.as_secs_f64();
@@ -1398,20 +1247,6 @@ async fn each_list_is_kept_in_copies_written_together_so_no_item_is_hot() {
             "{seen:?}"
         );
     }
-}
-
-/// How many `BatchGetItem` a process sends per poll interval while its streams sit idle.
-async fn polls_per_interval(proxy: &CountingProxy, poll: Duration) -> f64 {
-    proxy.take();
-    let started = Instant::now();
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let requests = proxy.take();
-    let elapsed = started.elapsed();
-    assert!(
-        requests.iter().all(|r| r == "BatchGetItem"),
-        "only polls while idle: {requests:?}"
-    );
-    requests.len() as f64 / (elapsed.as_secs_f64() / poll.as_secs_f64())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -38,6 +38,12 @@ mod jwt;
 #[path = "../../tests/support/dynamodb.rs"]
 mod dynamodb;
 
+#[allow(dead_code)]
+#[path = "../support/proc.rs"]
+mod proc;
+
+use proc::cpu_ticks;
+
 use std::{
     collections::{HashMap, VecDeque},
     convert::Infallible,
@@ -284,15 +290,6 @@ impl Drop for Function {
     }
 }
 
-/// utime + stime of `pid`, in clock ticks.
-fn cpu_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // After the command name in parentheses: fields 3.. (utime is field 14, stime 15).
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split(' ').collect();
-    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
-}
-
 impl Function {
     /// Starts `binary` with a clean environment (no inherited `MCP_*` or `AWS_*`) and `env`.
     async fn start(binary: &Path, env: &[(String, String)], log: &Path) -> Result<Self, String> {
@@ -444,25 +441,50 @@ impl Bench {
 
     /// `inits` fresh processes of each function, interleaved.
     async fn inits(&mut self, inits: usize) -> Result<(), String> {
+        let (env, token) = (self.basket_env.clone(), self.token.clone());
+        self.starts(inits, &env, &token, "basket.log", "init", json!({}))
+            .await
+    }
+
+    /// `inits` fresh processes of each function, interleaved, the basket with `env` and its
+    /// cold `tools/list` as `token`: one `kind` record per start, with `extra` fields.
+    async fn starts(
+        &mut self,
+        inits: usize,
+        env: &[(String, String)],
+        token: &str,
+        log: &str,
+        kind: &str,
+        extra: Value,
+    ) -> Result<(), String> {
         for run in 0..inits {
             for hello in [true, false] {
-                let mut function = self.start(hello).await?;
+                let mut function = if hello {
+                    Function::start(&self.hello, &[], &self.logs.join("hello.log")).await?
+                } else {
+                    Function::start(&self.basket, env, &self.logs.join(log)).await?
+                };
                 let (init, ticks) = function.init().await?;
-                let event = self.event("tools/list", json!({}));
+                self.next_rpc += 1;
+                let event = mcp_event(self.next_rpc, "tools/list", json!({}), token);
                 let (duration, latency, body) = function.api.invoke(event).await?;
                 if !hello {
-                    result_of(&body).map_err(|e| format!("cold tools/list: {e}"))?;
+                    result_of(&body).map_err(|e| format!("cold tools/list ({kind}): {e}"))?;
                 }
                 drop(function);
-                self.record(json!({
-                    "kind": "init",
+                let mut record = json!({
+                    "kind": kind,
                     "function": if hello { "hello" } else { "basket" },
                     "run": run,
                     "init_ms": init.as_secs_f64() * 1e3,
                     "init_cpu_ticks": ticks,
                     "first_duration_ms": duration.as_secs_f64() * 1e3,
                     "first_latency_ms": latency.as_secs_f64() * 1e3,
-                }))?;
+                });
+                if let (Some(record), Some(extra)) = (record.as_object_mut(), extra.as_object()) {
+                    record.extend(extra.clone());
+                }
+                self.record(record)?;
                 // Let the page cache and the ports settle between starts.
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
@@ -522,36 +544,19 @@ impl Bench {
             json!({"alg": "RS256", "typ": "JWT", "kid": key.kid}),
             &claims,
         );
-        for run in 0..inits {
-            for hello in [true, false] {
-                let mut function = if hello {
-                    Function::start(&self.hello, &[], &self.logs.join("hello.log")).await?
-                } else {
-                    Function::start(&self.basket, &env, &self.logs.join("basket-emulated.log"))
-                        .await?
-                };
-                let (init, ticks) = function.init().await?;
-                self.next_rpc += 1;
-                let event = mcp_event(self.next_rpc, "tools/list", json!({}), &token);
-                let (duration, _, body) = function.api.invoke(event).await?;
-                if !hello {
-                    result_of(&body).map_err(|e| format!("cold tools/list (emulated): {e}"))?;
-                }
-                drop(function);
-                self.record(json!({
-                    "kind": "init_emulated",
-                    "function": if hello { "hello" } else { "basket" },
-                    "run": run,
-                    "issuer_rtt_ms": issuer_rtt.as_secs_f64() * 1e3,
-                    "aws_rtt_ms": aws_rtt.as_secs_f64() * 1e3,
-                    "init_ms": init.as_secs_f64() * 1e3,
-                    "init_cpu_ticks": ticks,
-                    "first_duration_ms": duration.as_secs_f64() * 1e3,
-                }))?;
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-        Ok(())
+        let rtts = json!({
+            "issuer_rtt_ms": issuer_rtt.as_secs_f64() * 1e3,
+            "aws_rtt_ms": aws_rtt.as_secs_f64() * 1e3,
+        });
+        self.starts(
+            inits,
+            &env,
+            &token,
+            "basket-emulated.log",
+            "init_emulated",
+            rtts,
+        )
+        .await
     }
 
     /// Managed Instances: one basket process with `AWS_LAMBDA_MAX_CONCURRENCY=concurrency`,

@@ -22,6 +22,16 @@
 #[path = "../../tests/support/dynamodb.rs"]
 mod dynamodb;
 
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../tests/support/counting_proxy.rs"]
+mod counting_proxy;
+
+#[allow(dead_code)]
+#[path = "../support/proc.rs"]
+mod proc;
+
+use counting_proxy::CountingProxy;
+
 use std::{
     collections::HashMap,
     fs::File,
@@ -37,10 +47,7 @@ use http::Request;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
-use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    net::{TcpListener, TcpStream},
-};
+use tokio::net::{TcpListener, TcpStream};
 
 /// The table the benchmark keeps its baskets in (created if missing).
 const TABLE: &str = "mcp-handles-bench";
@@ -59,81 +66,6 @@ async fn main() -> ExitCode {
     }
 }
 
-/// A loopback TCP proxy that counts DynamoDB requests by operation (`X-Amz-Target`).
-struct CountingProxy {
-    url: String,
-    counts: Arc<Mutex<HashMap<String, u64>>>,
-}
-
-impl CountingProxy {
-    async fn start(upstream: &str) -> std::io::Result<Self> {
-        let upstream = upstream
-            .trim_start_matches("http://")
-            .trim_end_matches('/')
-            .to_owned();
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let url = format!("http://{}", listener.local_addr()?);
-        let counts = Arc::new(Mutex::new(HashMap::new()));
-        let seen = counts.clone();
-        tokio::spawn(async move {
-            while let Ok((client, _)) = listener.accept().await {
-                let (seen, upstream) = (seen.clone(), upstream.clone());
-                tokio::spawn(async move {
-                    let Ok(server) = TcpStream::connect(&upstream).await else {
-                        return;
-                    };
-                    let (mut client_read, mut client_write) = client.into_split();
-                    let (mut server_read, mut server_write) = server.into_split();
-                    tokio::spawn(async move {
-                        let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
-                    });
-                    let mut buf = vec![0u8; 64 * 1024];
-                    let mut tail = Vec::new();
-                    loop {
-                        let n = match client_read.read(&mut buf).await {
-                            Ok(0) | Err(_) => break,
-                            Ok(n) => n,
-                        };
-                        tail.extend_from_slice(&buf[..n]);
-                        count_targets(&mut tail, &seen);
-                        if server_write.write_all(&buf[..n]).await.is_err() {
-                            break;
-                        }
-                    }
-                });
-            }
-        });
-        Ok(Self { url, counts })
-    }
-
-    fn snapshot(&self) -> HashMap<String, u64> {
-        self.counts.lock().expect("proxy counts").clone()
-    }
-}
-
-/// Counts every complete `x-amz-target: DynamoDB_20120810.<Op>` line in `tail`, keeping only
-/// what may still hold the start of one.
-fn count_targets(tail: &mut Vec<u8>, counts: &Mutex<HashMap<String, u64>>) {
-    const NEEDLE: &[u8] = b"x-amz-target:";
-    let mut from = 0;
-    while let Some(at) = tail[from..]
-        .windows(NEEDLE.len())
-        .position(|w| w.eq_ignore_ascii_case(NEEDLE))
-    {
-        let start = from + at + NEEDLE.len();
-        let Some(end) = tail[start..].windows(2).position(|w| w == b"\r\n") else {
-            tail.drain(..from + at);
-            return;
-        };
-        let value = String::from_utf8_lossy(&tail[start..start + end]);
-        let op = value.trim().rsplit('.').next().unwrap_or("").to_owned();
-        *counts.lock().expect("proxy counts").entry(op).or_insert(0) += 1;
-        from = start + end;
-    }
-    let keep = tail.len().saturating_sub(NEEDLE.len()).max(from);
-    tail.drain(..keep);
-}
-
 /// The basket process under test.
 struct Basket {
     child: Child,
@@ -148,26 +80,16 @@ impl Drop for Basket {
 }
 
 impl Basket {
-    /// `utime + stime` in seconds, from `/proc/<pid>/stat`.
+    /// `utime + stime` in seconds.
     fn cpu_secs(&self) -> Result<f64, String> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))
-            .map_err(|e| format!("reading the basket's stat: {e}"))?;
-        let after_name = &stat[stat.rfind(')').ok_or("malformed stat")? + 2..];
-        let fields: Vec<&str> = after_name.split_whitespace().collect();
-        let ticks: f64 =
-            fields[11].parse::<f64>().unwrap_or(0.0) + fields[12].parse::<f64>().unwrap_or(0.0);
-        Ok(ticks / 100.0)
+        proc::cpu_ticks(self.child.id())
+            .map(|ticks| ticks as f64 / 100.0)
+            .ok_or_else(|| "cannot read the basket's /proc/<pid>/stat".to_owned())
     }
 
     /// Resident memory in KiB (`VmRSS`).
     fn rss_kib(&self) -> Result<u64, String> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .map_err(|e| format!("reading the basket's status: {e}"))?;
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .ok_or_else(|| "no VmRSS".to_owned())
+        proc::rss_kib(self.child.id()).ok_or_else(|| "no VmRSS for the basket".to_owned())
     }
 }
 
@@ -325,9 +247,7 @@ async fn run(args: &[String]) -> Result<(), String> {
     mcp_lambda::handles::DynamoDbHandleStore::create_table(&client, TABLE)
         .await
         .map_err(|e| format!("creating {TABLE}: {e}"))?;
-    let proxy = CountingProxy::start(endpoint)
-        .await
-        .map_err(|e| format!("proxy: {e}"))?;
+    let proxy = CountingProxy::start(endpoint).await;
 
     let port = TcpListener::bind("127.0.0.1:0")
         .await
@@ -411,11 +331,12 @@ async fn run(args: &[String]) -> Result<(), String> {
         tokio::time::sleep(2 * poll).await;
 
         // A quiet window: what the open streams cost by themselves.
-        let (requests_before, cpu_before) = (proxy.snapshot(), server.cpu_secs()?);
+        proxy.take();
+        let cpu_before = server.cpu_secs()?;
         let window_start = Instant::now();
         tokio::time::sleep(window).await;
         let elapsed = window_start.elapsed().as_secs_f64();
-        let (requests_after, cpu_after) = (proxy.snapshot(), server.cpu_secs()?);
+        let (requests, cpu_after) = (proxy.take(), server.cpu_secs()?);
         let rss = server.rss_kib()?;
 
         // Then a window with changes, for delivery.
@@ -444,13 +365,8 @@ async fn run(args: &[String]) -> Result<(), String> {
                 _ => failures.push(format!("{count} streams: {uri} never heard of its change")),
             }
         }
-        let delta = |op: &str| {
-            requests_after.get(op).copied().unwrap_or(0)
-                - requests_before.get(op).copied().unwrap_or(0)
-        };
-        let polls_made = delta("BatchGetItem") as f64;
-        let listener_requests: u64 =
-            requests_after.values().sum::<u64>() - requests_before.values().sum::<u64>();
+        let polls_made = requests.iter().filter(|op| *op == "BatchGetItem").count() as f64;
+        let listener_requests = requests.len() as u64;
         let polls = elapsed / poll.as_secs_f64();
         let per_poll = polls_made / polls;
         let expected = (count + 1).div_ceil(mcp_lambda::listen::MAX_KEYS_PER_READ) as f64;

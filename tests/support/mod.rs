@@ -7,12 +7,14 @@
 //! - [`jwt`]: real keys, real signatures and a loopback issuer (`benches/in_process.rs` and
 //!   `benches/servers/harness.rs` include this file too);
 //! - [`dynamodb`]: the DynamoDB test endpoint, a client on it and the shared table;
-//! - [`sse`]: a `subscriptions/listen` answer read message by message.
+//! - [`sse`]: a `subscriptions/listen` answer read message by message;
+//! - [`counting_proxy`]: a proxy in front of DynamoDB that records each request's operation.
 //!
 //! Each test target uses part of it, hence the `dead_code` allowance.
 #![allow(dead_code, unreachable_pub)]
 
 pub mod basket;
+pub mod counting_proxy;
 pub mod dynamodb;
 pub mod fixture;
 pub mod jwt;
