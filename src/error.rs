@@ -21,6 +21,9 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// The tokio runtime could not be built ([`runtime`](crate::runtime)).
+    #[error("cannot start the tokio runtime: {0}")]
+    Runtime(#[source] std::io::Error),
     /// The Lambda runtime loop failed.
     #[error("the Lambda runtime stopped: {0}")]
     Lambda(String),

@@ -56,6 +56,10 @@
 //! }
 //! ```
 //!
+//! Deployed to on-demand Lambda, build the runtime with [`runtime()`] instead of
+//! `#[tokio::main]`: one thread there, where an environment serves one invocation at a time,
+//! and tokio's multi-threaded runtime everywhere else (`docs/deploy.md`).
+//!
 //! # Example: state kept between calls, as a resource you can listen to
 //!
 //! [`App::open`] opens the handle store and the change feed the
@@ -176,6 +180,8 @@ mod guides {
     struct Tasks;
     #[doc = include_str!("../docs/your-server.md")]
     struct YourServer;
+    #[doc = include_str!("../docs/deploy.md")]
+    struct Deploy;
 }
 pub use auth::{Caller, Principal};
 pub use config::{Config, ConfigError};
@@ -184,4 +190,4 @@ pub use handler::Hosted;
 pub use http::McpService;
 /// The rmcp version this crate is built on, so servers need no second dependency on it.
 pub use rmcp;
-pub use serve::{Buffered as LambdaBuffered, Streaming as LambdaStreaming};
+pub use serve::{Buffered as LambdaBuffered, Streaming as LambdaStreaming, runtime};

@@ -168,9 +168,7 @@ struct Code {
 
 fn error_code(message: &[u8]) -> Option<i64> {
     // Only messages that mention an error are parsed, and only their top level is kept.
-    if !message.windows(7).any(|w| w == b"\"error\"") {
-        return None;
-    }
+    memchr::memmem::find(message, b"\"error\"")?;
     let answer: Answer = serde_json::from_slice(message).ok()?;
     match answer.method {
         Some(_) => None,

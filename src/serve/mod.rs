@@ -4,6 +4,8 @@
 pub(crate) mod lambda;
 pub(crate) mod local;
 mod refused_head;
+mod runtime;
 
 pub use lambda::{Buffered, LambdaSettings, Streaming};
 pub use local::LocalSettings;
+pub use runtime::runtime;

@@ -42,9 +42,9 @@ async fn server(config: Config) -> Result<Server<MyServer>, Error> {
         .server(MyServer { todos, tool_router }))
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    server(Config::load().await?).await?.run().await
+// One thread on on-demand Lambda (one invocation at a time), a worker per core elsewhere.
+fn main() -> Result<(), Error> {
+    mcp_lambda::runtime()?.block_on(async { server(Config::load().await?).await?.run().await })
 }
 
 #[cfg(test)]

@@ -38,8 +38,12 @@ mod tools;
 use mcp_lambda::{App, Config, Error, config::Mode};
 use tools::{Basket, KIND, resource};
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
+fn main() -> Result<(), Error> {
+    // One thread on on-demand Lambda (one invocation at a time), a worker per core elsewhere.
+    mcp_lambda::runtime()?.block_on(serve())
+}
+
+async fn serve() -> Result<(), Error> {
     // Reads every MCP_* variable (fetching the request-state key from SSM or Secrets Manager if
     // it is kept there) and opens the handle store and the change feed: once, during Lambda INIT.
     let mut app = App::open(Config::load().await?).await?;
