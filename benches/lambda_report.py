@@ -19,13 +19,14 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BEGIN, END = "<!-- lambda-runtime:begin -->", "<!-- lambda-runtime:end -->"
-OPS = ["hello", "tools/list", "view_basket", "add_item"]
+OPS = ["hello", "hello-one-thread", "tools/list", "view_basket", "add_item"]
 # DynamoDB requests per operation, from src/bin/basket/tools.rs and src/handles/dynamodb.rs:
 # view_basket is a store touch (one conditional UpdateItem, ReturnValues ALL_NEW); add_item reads
 # the basket (GetItem, ConsistentRead) and writes it back on its version (one conditional
 # UpdateItem); tools/list and hello touch no table. Checked below against the metrics' count.
 DYNAMODB = {
     "hello": {"reads": 0, "writes": 0},
+    "hello-one-thread": {"reads": 0, "writes": 0},
     "tools/list": {"reads": 0, "writes": 0},
     "view_basket": {"reads": 0, "writes": 1},
     "add_item": {"reads": 1, "writes": 1},
@@ -246,6 +247,7 @@ def report(results_path, markdown):
     w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     names = {
         "hello": "hello (`lambda_http`, fixed JSON)",
+        "hello-one-thread": "hello on one thread (current-thread runtime)",
         "tools/list": "`tools/list`",
         "view_basket": "`view_basket` (handle read)",
         "add_item": "`add_item` (handle write)",
@@ -267,6 +269,15 @@ def report(results_path, markdown):
         for op, s in stats.items()
     )
     w(f"p50 of each round, ms (its spread across the {machine['rounds']} rounds): {spread}.")
+    w("")
+    one = stats["hello-one-thread"]
+    w(
+        "The hello runs on tokio's multi-threaded runtime, as `#[tokio::main]` and cargo-lambda's "
+        "template build it; the basket on the runtime `mcp_lambda::runtime()` builds on on-demand "
+        "Lambda, one thread. The same hello on one thread costs "
+        f"{fmt(one['cpu_ms'] * 1e3, 0)} µs of CPU per invocation: against that floor `tools/list` "
+        f"is {ratio(stats['tools/list']['cpu_ms'], one['cpu_ms'])}."
+    )
     w("")
     w(
         f"CPU per invocation is read in whole {1000 // clk} ms ticks at each end of a batch, so it is "

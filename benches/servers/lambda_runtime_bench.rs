@@ -349,17 +349,30 @@ impl Function {
 #[derive(Clone, Copy, PartialEq)]
 enum Op {
     Hello,
+    /// The hello on a current-thread runtime (`BENCH_HELLO_THREADS=one`).
+    HelloOneThread,
     ToolsList,
     ViewBasket,
     AddItem,
 }
 
 impl Op {
-    const ALL: [Op; 4] = [Op::Hello, Op::ToolsList, Op::ViewBasket, Op::AddItem];
+    const ALL: [Op; 5] = [
+        Op::Hello,
+        Op::HelloOneThread,
+        Op::ToolsList,
+        Op::ViewBasket,
+        Op::AddItem,
+    ];
+
+    fn is_hello(self) -> bool {
+        matches!(self, Op::Hello | Op::HelloOneThread)
+    }
 
     fn name(self) -> &'static str {
         match self {
             Op::Hello => "hello",
+            Op::HelloOneThread => "hello-one-thread",
             Op::ToolsList => "tools/list",
             Op::ViewBasket => "view_basket",
             Op::AddItem => "add_item",
@@ -633,11 +646,19 @@ impl Bench {
         Ok(())
     }
 
-    /// Warm invocations: one basket and one hello process, `rounds` × `batch` of each operation.
+    /// Warm invocations: one basket process and two hello processes (tokio's multi-threaded
+    /// runtime, and one thread), `rounds` × `batch` of each operation.
     async fn warm(&mut self, rounds: usize, batch: usize) -> Result<(), String> {
         let mut hello = self.start(true).await?;
+        let mut hello_one_thread = Function::start(
+            &self.hello,
+            &[("BENCH_HELLO_THREADS".into(), "one".into())],
+            &self.logs.join("hello-one-thread.log"),
+        )
+        .await?;
         let mut basket = self.start(false).await?;
         hello.init().await?;
+        hello_one_thread.init().await?;
         basket.init().await?;
         let mut basket_id = Value::Null;
         let mut adds = ADDS_PER_BASKET;
@@ -652,10 +673,10 @@ impl Bench {
                 {
                     continue;
                 }
-                let function = if op == Op::Hello {
-                    &mut hello
-                } else {
-                    &mut basket
+                let function = match op {
+                    Op::Hello => &mut hello,
+                    Op::HelloOneThread => &mut hello_one_thread,
+                    _ => &mut basket,
                 };
                 let mut durations = Vec::with_capacity(per_op);
                 let mut latencies = Vec::with_capacity(per_op);
@@ -663,7 +684,7 @@ impl Bench {
                 let mut ticks = function.cpu_ticks();
                 let mut invocations = 0usize;
                 while durations.len() < per_op {
-                    if op != Op::Hello && adds >= ADDS_PER_BASKET {
+                    if !op.is_hello() && adds >= ADDS_PER_BASKET {
                         // A new basket (not measured): its CPU is left out of the batch's.
                         let before = function.cpu_ticks();
                         self.next_rpc += 1;
@@ -684,7 +705,9 @@ impl Bench {
                         setup.push(function.cpu_ticks().saturating_sub(before));
                     }
                     let event = match op {
-                        Op::Hello | Op::ToolsList => self.event("tools/list", json!({})),
+                        Op::Hello | Op::HelloOneThread | Op::ToolsList => {
+                            self.event("tools/list", json!({}))
+                        }
                         Op::ViewBasket => self.event(
                             "tools/call",
                             json!({"name": "view_basket", "arguments": {"basket_id": basket_id}}),
@@ -701,7 +724,7 @@ impl Bench {
                     };
                     let (duration, latency, body) = function.api.invoke(event).await?;
                     invocations += 1;
-                    let checked = if op == Op::Hello {
+                    let checked = if op.is_hello() {
                         serde_json::from_slice::<Value>(&body)
                             .ok()
                             .filter(|doc| doc["statusCode"] == 200)
