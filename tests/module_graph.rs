@@ -1,4 +1,5 @@
-//! The top-level modules of `src/` form no cycle (issue 10, item 2).
+//! The top-level modules of `src/` form no cycle (issue 10, item 2), and ARCHITECTURE.md's
+//! module table names, for each, the modules it imports as the code has them (issue 21).
 //!
 //! Every `src/**/*.rs` file belongs to a top-level module: the first path segment under `src/`
 //! (`src/http/pipeline.rs` to `http`, `src/config.rs` to `config`). `src/lib.rs`, `src/main.rs`
@@ -13,6 +14,10 @@
 //! ```text
 //! module cycle: config -> aws -> config (src/config.rs:472 uses crate::aws, src/aws.rs:29 uses crate::config)
 //! ```
+//!
+//! The table's last column lists a row's imports by module name, comma-separated (`—` for
+//! none); a row names its module as `` `name.rs` `` or `` `name/` ``. A wrong column fails with
+//! what is missing (and the line that imports it) and what is listed but not imported.
 //!
 //! Standard library only: a small scanner, not a Rust parser.
 
@@ -341,8 +346,8 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-#[test]
-fn top_level_modules_form_no_cycle() {
+/// The modules of this crate's `src/` and the graph of their imports.
+fn source_graph() -> (BTreeSet<String>, Graph) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let src = root.join("src");
     let mut files = Vec::new();
@@ -367,6 +372,12 @@ fn top_level_modules_form_no_cycle() {
         src.display()
     );
     let graph = graph(&files, &modules);
+    (modules, graph)
+}
+
+#[test]
+fn top_level_modules_form_no_cycle() {
+    let (modules, graph) = source_graph();
     let edges: usize = graph.values().map(BTreeMap::len).sum();
     let found = cycles(&graph, 100);
     let report: Vec<String> = found.iter().map(|c| describe(c, &graph)).collect();
@@ -384,7 +395,83 @@ fn top_level_modules_form_no_cycle() {
     );
 }
 
-/// The scanner and the cycle finder on synthetic sources.
+/// The module table of `ARCHITECTURE.md`: module → the imports its last column lists.
+fn table_imports(architecture: &str) -> Result<BTreeMap<String, BTreeSet<String>>, String> {
+    let mut rows = BTreeMap::new();
+    let mut lines = architecture
+        .lines()
+        .skip_while(|line| !line.starts_with("| module |"));
+    if lines.next().is_none() {
+        return Err("no table whose header starts with `| module |`".into());
+    }
+    for line in lines.skip(1).take_while(|line| line.starts_with('|')) {
+        let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+        let (Some(first), Some(last)) = (cells.first(), cells.last()) else {
+            continue;
+        };
+        let name = first.trim_matches('`');
+        let module = name
+            .strip_suffix(".rs")
+            .or_else(|| name.strip_suffix('/'))
+            .ok_or_else(|| format!("a row names {first}, not `name.rs` or `name/`"))?;
+        let imports = if *last == "—" {
+            BTreeSet::new()
+        } else {
+            last.split(',').map(|m| m.trim().to_owned()).collect()
+        };
+        rows.insert(module.to_owned(), imports);
+    }
+    Ok(rows)
+}
+
+/// Where the table and the code disagree, one line per module.
+fn table_mismatches(table: &BTreeMap<String, BTreeSet<String>>, graph: &Graph) -> Vec<String> {
+    let mut found = Vec::new();
+    for (module, uses) in graph {
+        let Some(listed) = table.get(module) else {
+            found.push(format!("{module}: no row in the table"));
+            continue;
+        };
+        let missing: Vec<String> = uses
+            .iter()
+            .filter(|(used, _)| !listed.contains(*used))
+            .map(|(used, sites)| format!("{used} ({}:{})", sites[0].file, sites[0].line))
+            .collect();
+        let extra: Vec<&str> = listed
+            .iter()
+            .filter(|m| !uses.contains_key(*m))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() || !extra.is_empty() {
+            found.push(format!(
+                "{module}: imports not listed: [{}]; listed but not imported: [{}]",
+                missing.join(", "),
+                extra.join(", ")
+            ));
+        }
+    }
+    for module in table.keys().filter(|m| !graph.contains_key(*m)) {
+        found.push(format!("{module}: a row for a module src/ does not have"));
+    }
+    found
+}
+
+#[test]
+fn architecture_md_lists_each_modules_imports_as_the_code_has_them() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md");
+    let architecture =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let table = table_imports(&architecture).unwrap_or_else(|e| panic!("ARCHITECTURE.md: {e}"));
+    let (_, graph) = source_graph();
+    let mismatches = table_mismatches(&table, &graph);
+    assert!(
+        mismatches.is_empty(),
+        "ARCHITECTURE.md's module table (the imports column) differs from the code:\n{}\n",
+        mismatches.join("\n")
+    );
+}
+
+/// The scanner, the cycle finder and the table check on synthetic sources.
 mod checks {
     use super::*;
 
@@ -565,5 +652,38 @@ fn f<'a>(x: &'a str) -> char {
         let graph = graph(&files, &modules(&["http", "serve"]));
         assert_eq!(graph["serve"].keys().collect::<Vec<_>>(), ["http"]);
         assert!(graph["http"].is_empty());
+    }
+
+    #[test]
+    fn a_wrong_imports_column_is_named_with_the_line_that_imports() {
+        let files = [
+            file("src/http/a.rs", "http", "use crate::{aws, env};\n"),
+            file("src/env.rs", "env", "fn f() {}\n"),
+            file("src/aws.rs", "aws", "use crate::env::Mode;\n"),
+        ];
+        let graph = graph(&files, &modules(&["http", "env", "aws"]));
+        let right = "| module | what it owns | imports |\n|---|---|---|\n\
+                     | `env.rs` | x | — |\n| `aws.rs` | y | env |\n| `http/` | z | env, aws |\n";
+        assert_eq!(
+            table_mismatches(&table_imports(right).unwrap(), &graph),
+            Vec::<String>::new()
+        );
+        let wrong = "| module | what it owns | imports |\n|---|---|---|\n\
+                     | `env.rs` | x | — |\n| `aws.rs` | y | env, http |\n| `http/` | z | env |\n\
+                     | `gone.rs` | w | — |\n";
+        assert_eq!(
+            table_mismatches(&table_imports(wrong).unwrap(), &graph),
+            [
+                "aws: imports not listed: []; listed but not imported: [http]",
+                "http: imports not listed: [aws (src/http/a.rs:1)]; listed but not imported: []",
+                "gone: a row for a module src/ does not have",
+            ]
+        );
+        let unlisted = "| module | what it owns | imports |\n|---|---|---|\n| `env.rs` | x | — |\n";
+        assert!(
+            table_mismatches(&table_imports(unlisted).unwrap(), &graph)
+                .contains(&"http: no row in the table".to_string())
+        );
+        assert!(table_imports("no table here").is_err());
     }
 }
