@@ -1,4 +1,6 @@
-//! AWS plumbing shared by the DynamoDB handle store and the request-state key loader.
+//! AWS plumbing shared by the stores on the DynamoDB handles table (handles, tasks, the change
+//! feed: their client and its meter, and the items' attributes and failures in `item.rs`) and
+//! the request-state key loader.
 //!
 //! One HTTP stack for the SDK (hyper 1 + rustls on `ring`: no `aws-lc-sys`, no second TLS
 //! library), the configured timeouts on every call, and the SDK's standard retries (throttling
@@ -20,6 +22,8 @@
 //! | `MCP_AWS_READ_TIMEOUT_MS` | `2000` | one attempt of an AWS call, from sending to the answer |
 //! | `MCP_AWS_OPERATION_TIMEOUT_MS` | `5000` | one AWS call including the SDK's retries: the longest a handle operation can take |
 
+#[cfg(feature = "dynamodb")]
+pub(crate) mod item;
 #[cfg(feature = "dynamodb")]
 mod meter;
 #[cfg(feature = "aws-secrets")]

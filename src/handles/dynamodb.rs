@@ -55,7 +55,6 @@
 //! [`touch`](HandleStore::touch) can, since it bumps the version that every pending write is
 //! conditioned on, so once it has answered, no write issued before it can land.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -78,6 +77,7 @@ use super::{
     validate,
 };
 use crate::aws::AwsTimeouts;
+use crate::aws::item::{self, Failure, Item, n, s};
 
 /// The table definition, as CloudFormation `AWS::DynamoDB::Table` properties: the one copy in
 /// `infra/handles-table.json`, used by [`DynamoDbHandleStore::create_table`] (tests, local
@@ -94,7 +94,6 @@ const DELETED: &str = "deleted";
 /// only has to outlive the SDK's retries of the delete, which end within the operation timeout.
 pub const TOMBSTONE_TTL: Duration = Duration::from_secs(300);
 
-type Item = HashMap<String, AttributeValue>;
 
 /// A [`HandleStore`] on a DynamoDB table; clones share the client and its connections.
 ///
@@ -443,24 +442,10 @@ fn now_ms() -> u64 {
     epoch_ms(SystemTime::now())
 }
 
-fn n(value: u64) -> AttributeValue {
-    AttributeValue::N(value.to_string())
-}
-
-fn s(value: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(value.into())
-}
-
 /// A stored item as a handle, plus its `write_id`.
 fn parse(item: &Item) -> Result<(Handle, Option<String>), HandleError> {
-    let text = |name: &str| match item.get(name) {
-        Some(AttributeValue::S(v)) => Ok(v.as_str()),
-        _ => Err(corrupt(name)),
-    };
-    let number = |name: &str| match item.get(name) {
-        Some(AttributeValue::N(v)) => v.parse::<u64>().map_err(|_| corrupt(name)),
-        _ => Err(corrupt(name)),
-    };
+    let text = |name: &str| item::text(item, name).ok_or_else(|| corrupt(name));
+    let number = |name: &str| item::number(item, name).ok_or_else(|| corrupt(name));
     let id = text(PK)?
         .strip_prefix("h#")
         .and_then(|id| id.parse::<HandleId>().ok())
@@ -491,13 +476,6 @@ fn is_tombstone(item: &Item) -> bool {
     matches!(item.get(DELETED), Some(AttributeValue::Bool(true)))
 }
 
-/// The text attribute `name` of `item`, if it has one.
-fn text_of<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
-    match item.get(name) {
-        Some(AttributeValue::S(v)) => Some(v),
-        _ => None,
-    }
-}
 
 /// The old item of a failed conditional write, if it is a live handle of `owner` (not expired,
 /// not a tombstone).
@@ -669,24 +647,21 @@ where
     E: ProvideErrorMetadata + std::error::Error + 'static,
     R: fmt::Debug,
 {
-    match error {
-        SdkError::TimeoutError(_) => HandleError::Unavailable(format!(
+    match item::failure(error) {
+        Failure::Timeout => HandleError::Unavailable(format!(
             "DynamoDB {operation} did not complete within the configured timeout"
         )),
-        SdkError::DispatchFailure(_) => HandleError::Unavailable(format!(
+        Failure::Unreachable => HandleError::Unavailable(format!(
             "cannot reach DynamoDB for {operation}: {}",
             DisplayErrorContext(error)
         )),
-        SdkError::ServiceError(service) => {
-            let code = service.err().code().unwrap_or("unknown");
-            let message = service.err().message().unwrap_or("");
-            if code == "ValidationException" {
-                HandleError::Invalid(format!("DynamoDB refused {operation}: {message}"))
-            } else {
-                HandleError::Unavailable(format!("DynamoDB {operation}: {code}: {message}"))
-            }
+        Failure::Refused { message } => {
+            HandleError::Invalid(format!("DynamoDB refused {operation}: {message}"))
         }
-        _ => HandleError::Unavailable(format!(
+        Failure::Service { code, message } => {
+            HandleError::Unavailable(format!("DynamoDB {operation}: {code}: {message}"))
+        }
+        Failure::Other => HandleError::Unavailable(format!(
             "DynamoDB {operation} failed: {}",
             DisplayErrorContext(error)
         )),
@@ -741,7 +716,7 @@ impl HandleStore for DynamoDbHandleStore {
             else {
                 return Err(failure("PutItem", &e, Some(&attempts)));
             };
-            if c.item().and_then(|i| text_of(i, "write_id")) == Some(write_id.as_str()) {
+            if c.item().and_then(|i| item::text(i, "write_id")) == Some(write_id.as_str()) {
                 // The SDK retried a put whose first attempt had already landed.
                 Ok(handle)
             } else {
@@ -981,8 +956,8 @@ impl HandleStore for DynamoDbHandleStore {
             };
             let old = c.item();
             if let Some(item) = old.filter(|i| is_tombstone(i)) {
-                return if text_of(item, "owner") == Some(owner)
-                    && text_of(item, "write_id") == Some(write_id.as_str())
+                return if item::text(item, "owner") == Some(owner)
+                    && item::text(item, "write_id") == Some(write_id.as_str())
                 {
                     // The SDK retried a delete whose first attempt had already landed.
                     Ok(())

@@ -31,11 +31,11 @@ use futures::future::{BoxFuture, FutureExt};
 
 use super::{Change, ChangeFeed, Changes, FeedError, ListKind, Mark, Observed, OpenError, Watch};
 use crate::aws::AwsTimeouts;
+use crate::aws::item::{Item, n, number, text};
 
 /// How long a resource's feed item outlives its last publish (the table's TTL sweeps it).
 pub const RESOURCE_ITEM_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
-type Item = HashMap<String, AttributeValue>;
 
 /// How many items hold each list's version and fingerprint: one item is one partition (3,000
 /// strongly consistent reads a second), and every listener reads the lists at every poll.
@@ -90,20 +90,6 @@ fn now() -> Duration {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
-}
-
-fn number(item: &Item, name: &str) -> Option<u64> {
-    match item.get(name)? {
-        AttributeValue::N(n) => n.parse().ok(),
-        _ => None,
-    }
-}
-
-fn text<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
-    match item.get(name)? {
-        AttributeValue::S(s) => Some(s),
-        _ => None,
-    }
 }
 
 /// What one item says about the watch it answers.
@@ -253,7 +239,6 @@ impl DynamoDbFeed {
 impl ChangeFeed for DynamoDbFeed {
     fn publish<'a>(&'a self, change: &'a Change) -> BoxFuture<'a, Result<(), FeedError>> {
         async move {
-            let n = |v: u64| AttributeValue::N(v.to_string());
             match change {
                 Change::List(list) => {
                     self.update_copies(

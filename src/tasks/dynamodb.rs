@@ -83,6 +83,7 @@ use futures::future::{BoxFuture, FutureExt};
 use serde_json::Value;
 
 use super::{CallerQuota, RoundEnd, TaskError, TaskRecord, TaskState, TaskStore, now_ms};
+use crate::aws::item::{self, Failure, Item, n, s, text};
 use crate::handles::HandleId;
 
 /// The largest task (its record as JSON) or answer this store writes, in bytes: DynamoDB's
@@ -97,7 +98,6 @@ pub const MAX_KEY_BYTES: usize = 256;
 
 const PK: &str = "pk";
 
-type Item = HashMap<String, AttributeValue>;
 
 /// A [`TaskStore`] on the handles table; clones share the client and its connections.
 ///
@@ -156,14 +156,6 @@ fn partition_key(id: HandleId) -> String {
     format!("t#{id}")
 }
 
-fn n(value: impl fmt::Display) -> AttributeValue {
-    AttributeValue::N(value.to_string())
-}
-
-fn s(value: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(value.into())
-}
-
 fn ss(values: impl IntoIterator<Item = impl Into<String>>) -> AttributeValue {
     AttributeValue::Ss(values.into_iter().map(Into::into).collect())
 }
@@ -196,18 +188,11 @@ fn corrupt(attribute: &str) -> TaskError {
     ))
 }
 
-fn text<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
-    match item.get(name) {
-        Some(AttributeValue::S(v)) => Some(v),
-        _ => None,
-    }
-}
-
+/// A number attribute that may be missing, but not malformed.
 fn number(item: &Item, name: &str) -> Result<Option<u64>, TaskError> {
     match item.get(name) {
         None => Ok(None),
-        Some(AttributeValue::N(v)) => v.parse().map(Some).map_err(|_| corrupt(name)),
-        Some(_) => Err(corrupt(name)),
+        Some(_) => item::number(item, name).map(Some).ok_or_else(|| corrupt(name)),
     }
 }
 
@@ -375,22 +360,20 @@ where
     R: fmt::Debug,
 {
     tracing::warn!(operation, error = %DisplayErrorContext(error), "a task store request to DynamoDB failed");
-    match error {
-        SdkError::TimeoutError(_) => TaskError::Unavailable(format!(
+    match item::failure(error) {
+        Failure::Timeout => TaskError::Unavailable(format!(
             "DynamoDB {operation} did not complete within the configured timeout"
         )),
-        SdkError::DispatchFailure(_) => {
+        Failure::Unreachable => {
             TaskError::Unavailable(format!("cannot reach DynamoDB for {operation}"))
         }
-        SdkError::ServiceError(service) => {
-            let code = service.err().code().unwrap_or("unknown");
-            if code == "ValidationException" {
-                TaskError::Invalid(format!("DynamoDB refused {operation} (too large?)"))
-            } else {
-                TaskError::Unavailable(format!("DynamoDB {operation}: {code}"))
-            }
+        Failure::Refused { .. } => {
+            TaskError::Invalid(format!("DynamoDB refused {operation} (too large?)"))
         }
-        _ => TaskError::Unavailable(format!("DynamoDB {operation} failed")),
+        Failure::Service { code, .. } => {
+            TaskError::Unavailable(format!("DynamoDB {operation}: {code}"))
+        }
+        Failure::Other => TaskError::Unavailable(format!("DynamoDB {operation} failed")),
     }
 }
 
