@@ -133,7 +133,7 @@
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `dynamodb` | yes | `handles::DynamoDbHandleStore` and `MCP_HANDLES_TABLE` (the AWS SDK for DynamoDB) |
+//! | `dynamodb` | yes | `MCP_HANDLES_TABLE`: `handles::DynamoDbHandleStore`, and durable tasks and the `subscriptions/listen` change feed on the same table (the AWS SDK for DynamoDB) |
 //! | `aws-secrets` | yes | request-state keys from SSM Parameter Store or Secrets Manager ([`Config::load`]) |
 //! | `test-util` | no | `testing::TestClient`: an MCP client that calls your server in process, for your tests |
 //!

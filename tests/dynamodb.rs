@@ -1,4 +1,5 @@
-//! Handles in DynamoDB against a real DynamoDB-compatible server: DynamoDB Local on loopback,
+//! Handles, tasks and the change feed in DynamoDB against a real DynamoDB-compatible server:
+//! DynamoDB Local on loopback,
 //! started by `scripts/dynamodb-tests.sh` (which sets `MCP_TEST_DYNAMODB_ENDPOINT`). No mocks.
 //!
 //! - one DynamoDB request per handle operation, counted by a loopback proxy in front of the
@@ -14,6 +15,9 @@
 //! - tasks: one DynamoDB request per task operation, and a create, claim, finish, answer or
 //!   cancel whose first answer is lost succeeds once on retry (a create whose every answer is
 //!   lost is not reported durable).
+//! - the change feed: every watched item in one request, one shared poll per process however
+//!   many streams watch (⌈items / 100⌉ requests per poll), each list kept in copies written
+//!   together, and listen across two basket processes.
 //!
 //! Without `MCP_TEST_DYNAMODB_ENDPOINT` every test fails under CI and is skipped, loudly,
 //! elsewhere. The fault test starts a DynamoDB Local of its own (scripts/dynamodb-local.sh) so

@@ -13,7 +13,13 @@
 //!   generic path for all four (`lists.rs`);
 //! - the tools a caller may not call left out of `tools/list` when scopes are
 //!   configured;
-//! - tool schemas every client accepts (`portable_schema.rs`).
+//! - tool schemas every client accepts (`portable_schema.rs`);
+//! - the tool and prompt lists' fingerprints, published to the change feed at start-up;
+//! - `subscriptions/listen` handed to [`listen`](crate::listen)'s stream, with the filter
+//!   the front accepted, and the capabilities listen needs announced (`Announce`);
+//! - tools a [`TaskPolicy`](crate::tasks::TaskPolicy) makes durable tasks, accepted through
+//!   the task engine instead of being called at once;
+//! - resources served from typed handles (`handle_resource.rs`).
 
 // Delegating the deprecated 2025-era methods keeps legacy clients working.
 #![allow(deprecated)]
@@ -71,7 +77,7 @@ impl std::fmt::Debug for TaskPolicies {
 /// Marks a `tools/call` a task worker runs in process: it runs as it is, never as a task, and
 /// the tool's future is dropped when `stop` fires ([`tasks::until_stopped`](crate::tasks)).
 #[derive(Debug, Clone)]
-pub(crate) struct TaskRound {
+pub(crate) struct RoundInProcess {
     pub(crate) stop: tokio_util::sync::CancellationToken,
 }
 
@@ -633,7 +639,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         let round = context
             .extensions
             .get::<http::request::Parts>()
-            .and_then(|p| p.extensions.get::<TaskRound>())
+            .and_then(|p| p.extensions.get::<RoundInProcess>())
             .cloned();
         if let Some(round) = round {
             let request_ct = context.ct.clone();

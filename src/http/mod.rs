@@ -5,7 +5,7 @@
 //!
 //! | step | file | refuses with |
 //! |---|---|---|
-//! | 0. a task round (`POST <MCP_PATH>` with `x-mcp-task-round`, a self-invocation on Lambda): its token, nothing else; the round runs | `pipeline.rs` (`task_round`; token in [`tasks`](crate::tasks)) | 403; 404 unless rounds go to Lambda |
+//! | 0. a task round (`POST <MCP_PATH>` with `x-mcp-task-round`, a self-invocation on Lambda): its token, nothing else; the round runs | `pipeline.rs` (`worker_route`; token in [`tasks`](crate::tasks)) | 403; 404 unless rounds go to Lambda |
 //! | 0b. trace context and metrics (every request but a task round and `/healthz`): the `traceparent` read, the EMF record written when the answer is done | `trace_context.rs`, `metering.rs` (records in [`metrics`](crate::metrics)) | — |
 //! | 1. origin secret | `origin_secret.rs` | 403 |
 //! | 2. one `Host` (the allow-list and `Origin` are rmcp's) | `host.rs` | 400 |

@@ -132,7 +132,7 @@ where
             };
             let lease = tasks.lease();
             return Box::pin(
-                task_round(tasks, lease, request).instrument(tracing::info_span!("mcp.task_round")),
+                worker_route(tasks, lease, request).instrument(tracing::info_span!("mcp.task_round")),
             );
         }
         // 0b. The caller's trace id (a valid `traceparent` only) and, metrics on, the record.
@@ -369,7 +369,7 @@ impl<H: ServerHandler> McpService<H> {
 /// round to its end and answers `{"ran": true|false}` (false: another delivery had it, or it
 /// is over). The claim holds until the invocation's deadline when there is one (Lambda),
 /// otherwise for the task lease.
-async fn task_round<B>(
+async fn worker_route<B>(
     tasks: Arc<Tasks>,
     lease: std::time::Duration,
     request: Request<B>,

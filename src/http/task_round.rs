@@ -1,7 +1,7 @@
 //! A task worker's round: the `tools/call` a task runs, sent through rmcp in process.
 //!
 //! The front's checks already ran when the task was accepted (the caller was authorized then
-//! and is the task's owner); the round carries that caller and a [`TaskRound`] mark, so the
+//! and is the task's owner); the round carries that caller and a [`RoundInProcess`] mark, so the
 //! wrapper runs the tool as it is instead of making it a task again, and drops the tool's future
 //! when the engine stops the round.
 
@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::{McpService, in_process};
 use crate::auth::Principal;
-use crate::handler::TaskRound;
+use crate::handler::RoundInProcess;
 use crate::tasks::{RoundOutput, ToolRunner};
 
 impl<H: ServerHandler> ToolRunner for McpService<H> {
@@ -36,7 +36,7 @@ impl<H: ServerHandler> ToolRunner for McpService<H> {
                 Ok(request) => request,
                 Err(error) => return failed(&error.to_string()),
             };
-            request.extensions_mut().insert(TaskRound { stop });
+            request.extensions_mut().insert(RoundInProcess { stop });
             if let Some(caller) = caller {
                 request.extensions_mut().insert(caller);
             }
