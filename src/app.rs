@@ -98,6 +98,9 @@ impl App {
     pub async fn open(config: Config) -> Result<Self, Error> {
         // The issuer's keys are being fetched meanwhile (`Config::load` or `new` started it).
         let mut app = Self::new(config);
+        // Let a fetch `new` just started open its connections before the store's synchronous
+        // set-up (a current-thread runtime runs it only when this task yields).
+        tokio::task::yield_now().await;
         let handles = app.config.handles.open().await?;
         let changes = app
             .config

@@ -145,6 +145,10 @@ impl Config {
         // Nothing orders the two: the issuer's keys are fetched while the request-state keys
         // are, and the app adopts the fetch.
         config.auth_warming = config.auth.as_ref().map(Warming::start);
+        // On a current-thread runtime (`crate::runtime()` on Lambda) the fetch runs only when
+        // this task yields, and what follows starts with milliseconds of synchronous work (the
+        // AWS SDK reads the system's root certificates): let it open its connections first.
+        tokio::task::yield_now().await;
         config.request_state_keys = config.request_state_keys.fetch_pending(&env).await?;
         Ok(config)
     }

@@ -687,6 +687,73 @@ async fn start_up_asks_both_metadata_documents_at_once_and_fetches_the_keys_whil
     );
 }
 
+/// A listener on its own thread that only counts the connections made to it (an issuer that
+/// never answers): what a test can read while the runtime's one thread is busy.
+fn counting_listener() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = accepted.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(stream);
+        }
+    });
+    (url, accepted)
+}
+
+/// On one thread (what `mcp_lambda::runtime()` builds on Lambda) the key fetch runs only when
+/// start-up yields; start-up then does synchronous work (the AWS SDK reading the system's root
+/// certificates, building clients), which must not hold the issuer's chain back: the fetch has
+/// opened its connection by the time `Config::load` returns, and by the time `App::open` does
+/// when the app starts the fetch itself.
+#[tokio::test(flavor = "current_thread")]
+async fn on_one_thread_the_key_fetch_is_under_way_before_start_up_goes_on() {
+    let busy = std::time::Duration::from_millis(200);
+    let (jwks, accepted) = counting_listener();
+    let jwks_url = format!("{jwks}/jwks.json");
+    let vars = [
+        ("MCP_AUTH_ISSUER", "https://issuer.example"),
+        ("MCP_AUTH_AUDIENCE", AUDIENCE),
+        ("MCP_AUTH_JWKS_URL", jwks_url.as_str()),
+    ];
+    let lookup = |name: &str| {
+        vars.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    };
+    let _config = mcp_lambda::Config::load_from_lookup(lookup).await.unwrap();
+    std::thread::sleep(busy);
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "Config::load returned before the key fetch opened its connection"
+    );
+
+    let (jwks, accepted) = counting_listener();
+    let jwks_url = format!("{jwks}/jwks.json");
+    let vars = [
+        ("MCP_AUTH_ISSUER", "https://issuer.example"),
+        ("MCP_AUTH_AUDIENCE", AUDIENCE),
+        ("MCP_AUTH_JWKS_URL", jwks_url.as_str()),
+    ];
+    let config = mcp_lambda::Config::from_lookup(|name| {
+        vars.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    })
+    .unwrap();
+    let _app = mcp_lambda::App::open(config).await.unwrap();
+    std::thread::sleep(busy);
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "App::open returned before the key fetch it started opened its connection"
+    );
+}
+
 #[tokio::test]
 async fn a_private_issuer_over_https_is_trusted_through_mcp_auth_ca_file_and_only_then() {
     use mcp_lambda::testing::TestClient;
