@@ -108,10 +108,7 @@ mod tests {
     }
 
     fn service_error(code: &str, message: &str) -> SdkError<GetItemError, Response> {
-        let meta = ErrorMetadata::builder()
-            .code(code)
-            .message(message)
-            .build();
+        let meta = ErrorMetadata::builder().code(code).message(message).build();
         SdkError::service_error(
             GetItemError::generic(meta),
             Response::new(400.try_into().unwrap(), SdkBody::empty()),

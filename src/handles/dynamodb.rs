@@ -94,7 +94,6 @@ const DELETED: &str = "deleted";
 /// only has to outlive the SDK's retries of the delete, which end within the operation timeout.
 pub const TOMBSTONE_TTL: Duration = Duration::from_secs(300);
 
-
 /// A [`HandleStore`] on a DynamoDB table; clones share the client and its connections.
 ///
 /// Build it once at start-up (Lambda INIT) with [`HandleSettings::open`](super::HandleSettings::open),
@@ -475,7 +474,6 @@ fn corrupt(attribute: &str) -> HandleError {
 fn is_tombstone(item: &Item) -> bool {
     matches!(item.get(DELETED), Some(AttributeValue::Bool(true)))
 }
-
 
 /// The old item of a failed conditional write, if it is a live handle of `owner` (not expired,
 /// not a tombstone).

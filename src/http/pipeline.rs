@@ -132,7 +132,8 @@ where
             };
             let lease = tasks.lease();
             return Box::pin(
-                worker_route(tasks, lease, request).instrument(tracing::info_span!("mcp.task_round")),
+                worker_route(tasks, lease, request)
+                    .instrument(tracing::info_span!("mcp.task_round")),
             );
         }
         // 0b. The caller's trace id (a valid `traceparent` only) and, metrics on, the record.

@@ -36,7 +36,6 @@ use crate::aws::item::{Item, n, number, text};
 /// How long a resource's feed item outlives its last publish (the table's TTL sweeps it).
 pub const RESOURCE_ITEM_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
-
 /// How many items hold each list's version and fingerprint: one item is one partition (3,000
 /// strongly consistent reads a second), and every listener reads the lists at every poll.
 ///

@@ -98,7 +98,6 @@ pub const MAX_KEY_BYTES: usize = 256;
 
 const PK: &str = "pk";
 
-
 /// A [`TaskStore`] on the handles table; clones share the client and its connections.
 ///
 /// ```no_run
@@ -192,7 +191,9 @@ fn corrupt(attribute: &str) -> TaskError {
 fn number(item: &Item, name: &str) -> Result<Option<u64>, TaskError> {
     match item.get(name) {
         None => Ok(None),
-        Some(_) => item::number(item, name).map(Some).ok_or_else(|| corrupt(name)),
+        Some(_) => item::number(item, name)
+            .map(Some)
+            .ok_or_else(|| corrupt(name)),
     }
 }
 
