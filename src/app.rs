@@ -100,7 +100,9 @@ impl App {
         let mut app = Self::new(config);
         // Let a fetch `new` just started open its connections before the store's synchronous
         // set-up (a current-thread runtime runs it only when this task yields).
-        tokio::task::yield_now().await;
+        if app.auth.is_some() {
+            tokio::task::yield_now().await;
+        }
         let handles = app.config.handles.open().await?;
         let changes = app
             .config

@@ -148,7 +148,9 @@ impl Config {
         // On a current-thread runtime (`crate::runtime()` on Lambda) the fetch runs only when
         // this task yields, and what follows starts with milliseconds of synchronous work (the
         // AWS SDK reads the system's root certificates): let it open its connections first.
-        tokio::task::yield_now().await;
+        if config.auth_warming.is_some() {
+            tokio::task::yield_now().await;
+        }
         config.request_state_keys = config.request_state_keys.fetch_pending(&env).await?;
         Ok(config)
     }

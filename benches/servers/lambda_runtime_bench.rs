@@ -303,7 +303,9 @@ impl Function {
         for (name, _) in std::env::vars_os() {
             if name
                 .to_str()
-                .is_some_and(|n| n.starts_with("MCP_") || n.starts_with("AWS_"))
+                .is_some_and(|n| {
+                    n.starts_with("MCP_") || n.starts_with("AWS_") || n == "BENCH_HELLO_THREADS"
+                })
             {
                 command.env_remove(name);
             }

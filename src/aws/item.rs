@@ -1,6 +1,6 @@
-//! DynamoDB items as the stores on the handles table write and read them (the handle store, the
-//! task store, the change feed): attribute builders, attribute readers, and what a failed SDK
-//! call was, for each store to turn into its own error.
+//! DynamoDB items as the stores on the handles table write and read them: attribute builders
+//! and readers (the handle store, the task store, the change feed), and what a failed SDK call
+//! was, for the handle and task stores to turn into their own errors.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -133,6 +133,23 @@ mod tests {
                 message: "slow down"
             }
         );
+        let bare = SdkError::service_error(
+            GetItemError::generic(ErrorMetadata::builder().build()),
+            Response::new(500.try_into().unwrap(), SdkBody::empty()),
+        );
+        assert_eq!(
+            failure(&bare),
+            Failure::Service {
+                code: "unknown",
+                message: ""
+            },
+            "an error without a code or a message"
+        );
+        let unreadable: SdkError<GetItemError, Response> = SdkError::response_error(
+            "not JSON",
+            Response::new(200.try_into().unwrap(), SdkBody::empty()),
+        );
+        assert_eq!(failure(&unreadable), Failure::Other);
         let timeout: SdkError<GetItemError, Response> = SdkError::timeout_error("too slow");
         assert_eq!(failure(&timeout), Failure::Timeout);
         let unreachable: SdkError<GetItemError, Response> =

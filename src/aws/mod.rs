@@ -1,6 +1,6 @@
 //! AWS plumbing shared by the stores on the DynamoDB handles table (handles, tasks, the change
-//! feed: their client and its meter, and the items' attributes and failures in `item.rs`) and
-//! the request-state key loader.
+//! feed: their client and its meter, the items' attributes in `item.rs`, and there what a failed
+//! call was for the handle and task stores) and the request-state key loader.
 //!
 //! One HTTP stack for the SDK (hyper 1 + rustls on `ring`: no `aws-lc-sys`, no second TLS
 //! library), the configured timeouts on every call, and the SDK's standard retries (throttling

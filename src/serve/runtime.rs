@@ -27,7 +27,7 @@ impl Threads {
     fn for_env(env: &Env<'_>) -> Self {
         let concurrency = env
             .get("AWS_LAMBDA_MAX_CONCURRENCY")
-            .and_then(|v| v.trim().parse::<u32>().ok())
+            .and_then(|v| v.parse::<u32>().ok())
             .unwrap_or(1);
         match env.mode() {
             Mode::Lambda if concurrency <= 1 => Self::One,
@@ -49,8 +49,11 @@ impl Threads {
 ///
 /// Use it instead of `#[tokio::main]` in a binary that is deployed to Lambda: an on-demand
 /// execution environment serves one invocation at a time, and a multi-threaded runtime hands
-/// each request between threads for nothing (about a third more CPU per request, which Lambda
-/// bills). Locally, behind a reverse proxy, and on Lambda Managed Instances
+/// each request between threads for nothing (about half again as much CPU per `tools/list`,
+/// which Lambda bills). On one thread a tool that blocks its thread (CPU-heavy work, blocking
+/// I/O) also holds back everything else the invocation runs — a durable task's checks, listen
+/// streams' polls — so give such work to `tokio::task::spawn_blocking`. Locally, behind a
+/// reverse proxy, and on Lambda Managed Instances
 /// (`AWS_LAMBDA_MAX_CONCURRENCY` above 1) it is tokio's multi-threaded runtime, as
 /// `#[tokio::main]` builds it. Timers and I/O are enabled in both.
 ///

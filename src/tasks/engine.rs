@@ -611,7 +611,10 @@ impl Tasks {
                 // only then is its end written.
                 stop.cancel();
                 // Bounded by the claim: a tool that blocks its thread never reaches an await,
-                // and a worker must not outlive its claim waiting for it.
+                // and a worker must not outlive its claim waiting for it. (On one thread,
+                // `crate::runtime()` on Lambda, such a tool holds back this timeout and the
+                // checks above too: the round then ends with the invocation, and `tasks/get`
+                // shows it failed once its claim has run out.)
                 let left = Duration::from_millis(lease_until_ms.saturating_sub(now_ms()));
                 match tokio::time::timeout(left, &mut run).await {
                     Ok(output) => why.end(output),
