@@ -27,6 +27,7 @@ use http::HeaderMap;
 use serde_json::Value;
 
 use super::errors::Rejection;
+use super::strict_json::StrictValue;
 use crate::rmcp_gaps;
 
 const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
@@ -321,67 +322,6 @@ fn malformed_optional_meta(meta: &Value) -> Option<String> {
         return Some("_meta progressToken must be a string or a number".into());
     }
     None
-}
-
-/// A `serde_json::Value` parsed in one pass that refuses a key repeated in
-/// any object: parsers disagree on which duplicate wins, and every layer must
-/// read the same request.
-struct StrictValue(Value);
-
-impl<'de> serde::Deserialize<'de> for StrictValue {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(StrictVisitor)
-    }
-}
-
-struct StrictVisitor;
-
-impl<'de> serde::de::Visitor<'de> for StrictVisitor {
-    type Value = StrictValue;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<StrictValue, E> {
-        Ok(StrictValue(Value::Bool(v)))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<StrictValue, E> {
-        Ok(StrictValue(Value::Number(v.into())))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<StrictValue, E> {
-        Ok(StrictValue(Value::Number(v.into())))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<StrictValue, E> {
-        Ok(StrictValue(
-            serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
-        ))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<StrictValue, E> {
-        Ok(StrictValue(Value::String(v.to_owned())))
-    }
-    fn visit_string<E>(self, v: String) -> Result<StrictValue, E> {
-        Ok(StrictValue(Value::String(v)))
-    }
-    fn visit_unit<E>(self) -> Result<StrictValue, E> {
-        Ok(StrictValue(Value::Null))
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<StrictValue, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(StrictValue(item)) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(StrictValue(Value::Array(items)))
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<StrictValue, A::Error> {
-        let mut object = serde_json::Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let StrictValue(value) = map.next_value()?;
-            if object.insert(key, value).is_some() {
-                return Err(serde::de::Error::custom("a repeated key"));
-            }
-        }
-        Ok(StrictValue(Value::Object(object)))
-    }
 }
 
 fn unsupported(requested: &str, supported: &[String]) -> Rejection {

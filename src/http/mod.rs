@@ -12,7 +12,7 @@
 //! | 3. route | `pipeline.rs` | 404, 405 |
 //! | 4. media types | `media_types.rs` | 415, 406 |
 //! | 5. body limit and deadline | `body_limit.rs`, `deadline.rs` | 413, 408 |
-//! | 6. envelope | `envelope.rs` | 400/-32700, -32600, -32020, -32602, -32022; 404/-32601 |
+//! | 6. envelope | `envelope.rs` (parsed by `strict_json.rs`: a repeated key is -32700) | 400/-32700, -32600, -32020, -32602, -32022; 404/-32601 |
 //! | 7. auth | `bearer.rs` (decisions in [`auth`](crate::auth)) | 401, 403 |
 //! | 7b. listen filter (`subscriptions/listen` only) | `listen.rs` (decisions in [`listen`](crate::listen)) | -32602, -32021, 503 |
 //! | 8. rmcp and the handler | `pipeline.rs`, [`handler`](crate::handler) | rmcp's answers |
@@ -44,6 +44,7 @@ mod metering;
 mod origin_secret;
 mod pipeline;
 mod settings;
+mod strict_json;
 mod task_round;
 mod trace_context;
 
