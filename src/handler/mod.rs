@@ -28,6 +28,7 @@ mod cursor;
 mod handle_resource;
 mod lists;
 mod portable_schema;
+mod settings;
 
 use std::{borrow::Cow, sync::Arc};
 
@@ -38,27 +39,24 @@ use rmcp::{
         CancelledNotificationParam, CompleteRequestParams, CompleteResult, CustomNotification,
         CustomRequest, CustomResult, DiscoverResult, GetPromptRequestParams, GetPromptResponse,
         InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
-        ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
-        ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
-        ReadResourceResponse, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-        SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
+        SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+        UnsubscribeRequestParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
-use serde_json::Value;
 
-use cursor::CursorSigner;
 pub use handle_resource::HandleResource;
 pub use lists::ListSettings;
 use lists::{ListContext, strip_cursor};
+pub(crate) use settings::{Announce, HostedSettings};
 
 use crate::{
-    auth::{AuthSettings, Caller, Principal},
-    cache::{CacheHint, CacheHints, CacheScope, CacheSlot},
-    listen::{self, ListKind, ListenPlan, Listener, StreamLimits},
-    metrics::{KnownNames, Metrics},
-    rmcp_gaps,
-    tasks::{TaskPolicy, Tasks},
+    auth::Caller,
+    cache::CacheSlot,
+    listen::{self, ListKind, ListenPlan, StreamLimits},
+    tasks::TaskPolicy,
 };
 
 /// Which tools may run as tasks, per tool name (the handler's choice).
@@ -106,207 +104,6 @@ impl RetryAfterSlot {
     /// The recorded seconds.
     pub(crate) fn get(&self) -> Option<u64> {
         self.0.get().copied()
-    }
-}
-
-/// Settings shared by every clone of [`Hosted`], built once at start-up.
-#[derive(Debug)]
-pub(crate) struct HostedSettings {
-    cache: CacheHints,
-    page_size: usize,
-    cursors: CursorSigner,
-    /// `serverInfo`, serialized once.
-    server_info: Value,
-    /// Scope maps, when auth is on: lists show only what the caller may call.
-    auth: Option<AuthSettings>,
-    /// `subscriptions/listen` served by the library, when the server publishes changes.
-    listen: Option<Arc<Listener>>,
-    /// Durable tasks, when the server runs some tools as tasks.
-    tasks: Option<(Arc<Tasks>, TaskPolicies)>,
-    /// Per-request metrics, which count names on the lists as themselves.
-    metrics: Option<Arc<Metrics>>,
-    /// Resource templates served from handles, by the library.
-    resources: Arc<[HandleResource]>,
-    /// Whether the user's handler announces `resources` itself (then its lists and reads are
-    /// asked first).
-    inner_resources: bool,
-    /// What the library announces on top of the handler's capabilities.
-    announce: Announce,
-    /// The tool schemas `tools/list` serves, made portable once each.
-    portable: portable_schema::PortableSchemas,
-}
-
-/// What the server announces on top of the handler's own capabilities, so a handler written
-/// with `#[tool_handler]` alone needs no `get_info`: the tasks extension when tools run as
-/// tasks; `resources` when handle resources are served; and, when the library serves listen,
-/// every `listChanged` it delivers (tools and prompts: a deployment that changes them is
-/// noticed through the list fingerprints) and `resources.subscribe` when resources can be
-/// watched.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Announce {
-    pub(crate) tasks: bool,
-    pub(crate) handle_resources: bool,
-    pub(crate) listen: bool,
-    /// Handle resources, or a `watch_resources` rule.
-    pub(crate) resources_watchable: bool,
-}
-
-impl Announce {
-    pub(crate) fn apply(self, capabilities: &mut ServerCapabilities) {
-        if self.tasks {
-            capabilities
-                .extensions
-                .get_or_insert_with(Default::default)
-                .insert(crate::tasks::EXTENSION.to_owned(), Default::default());
-        }
-        if self.handle_resources && capabilities.resources.is_none() {
-            capabilities.resources = Some(Default::default());
-        }
-        if !self.listen {
-            return;
-        }
-        if let Some(tools) = &mut capabilities.tools {
-            tools.list_changed = Some(true);
-        }
-        if let Some(prompts) = &mut capabilities.prompts {
-            prompts.list_changed = Some(true);
-        }
-        if let Some(resources) = &mut capabilities.resources
-            && self.resources_watchable
-        {
-            resources.subscribe = Some(true);
-        }
-    }
-}
-
-impl HostedSettings {
-    /// `cursor_keys`: the request-state keys, signing key first (cursor keys are derived).
-    pub(crate) fn new(
-        cache: &CacheHints,
-        lists: &ListSettings,
-        cursor_keys: &[Vec<u8>],
-        auth: Option<&AuthSettings>,
-        info: &ServerConfig,
-        listen: Option<Arc<Listener>>,
-        tasks: Option<(Arc<Tasks>, TaskPolicies)>,
-    ) -> Self {
-        Self {
-            cache: cache.clone(),
-            page_size: lists.page_size,
-            cursors: CursorSigner::new(cursor_keys),
-            server_info: serde_json::to_value(&info.server_info)
-                .expect("Implementation always serializes"),
-            auth: auth.cloned(),
-            listen,
-            tasks,
-            metrics: None,
-            inner_resources: info.capabilities.resources.is_some(),
-            resources: Arc::from([]),
-            announce: Announce::default(),
-            portable: portable_schema::PortableSchemas::default(),
-        }
-    }
-
-    /// Serves `resources` from handles and announces `announce` on top of the handler's
-    /// capabilities.
-    pub(crate) fn with_resources(
-        mut self,
-        resources: Vec<HandleResource>,
-        announce: Announce,
-    ) -> Self {
-        self.resources = resources.into();
-        self.announce = announce;
-        self
-    }
-
-    /// The handle resource `uri` belongs to, if any.
-    fn handle_resource(&self, uri: &str) -> Option<&HandleResource> {
-        self.resources.iter().find(|r| r.serves(uri))
-    }
-
-    /// Teaches `metrics` the names on the lists as the handler answers them.
-    pub(crate) fn with_metrics(mut self, metrics: Option<Arc<Metrics>>) -> Self {
-        self.metrics = metrics;
-        self
-    }
-
-    /// Lets metrics learn the names on a list the handler answered (no-op with metrics off).
-    fn learn_names(&self, learn: impl FnOnce(&KnownNames)) {
-        if let Some(metrics) = &self.metrics {
-            learn(metrics.names());
-        }
-    }
-
-    /// Records this instance's fingerprint of a full list and, the first time it is seen (or
-    /// when it changes), publishes it so listeners on other versions learn the list changed.
-    async fn fingerprint<T: serde::Serialize>(&self, list: ListKind, items: &[T]) {
-        let Some(listener) = &self.listen else {
-            return;
-        };
-        // Once per process: a deployment changes the lists, a running instance does not
-        // (a handler that changes them at run time publishes the change itself).
-        if listener.knows_fingerprint(list) {
-            return;
-        }
-        let Ok(bytes) = serde_json::to_vec(items) else {
-            return;
-        };
-        let digest = ring::digest::digest(&ring::digest::SHA256, &bytes);
-        let fingerprint: String = digest.as_ref()[..12]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        if listener.set_fingerprint(list, &fingerprint)
-            && let Err(error) = listener
-                .feed
-                .publish(&listen::Change::Fingerprint(list, fingerprint))
-                .await
-        {
-            // Tried again at the next list request: until it is published, listeners here
-            // compare with nothing rather than with a fingerprint nobody stored.
-            listener.forget_fingerprint(list);
-            tracing::warn!(%error, list = list.name(), "could not publish the list fingerprint");
-        }
-    }
-
-    fn stamp(&self, meta: &mut Option<MetaObject>) {
-        rmcp_gaps::stamp_server_info(meta, &self.server_info);
-    }
-
-    /// Cache hints for `method`; none for 2025-era requests, whose results
-    /// have no such fields.
-    pub(crate) fn hint(&self, method: &str, modern: bool) -> (Option<u64>, Option<RmcpCacheScope>) {
-        if !modern {
-            return (None, None);
-        }
-        let hint: CacheHint = self
-            .cache
-            .for_method(method)
-            .expect("only called for cacheable methods");
-        let scope = match hint.scope {
-            CacheScope::Public => RmcpCacheScope::Public,
-            CacheScope::Private => RmcpCacheScope::Private,
-        };
-        (Some(hint.ttl.as_millis() as u64), Some(scope))
-    }
-
-    /// Keeps the tools `principal` may call. Returns whether the list depends
-    /// on the principal at all (then it is `private`).
-    fn filter_tools(&self, principal: Option<&Principal>, tools: &mut Vec<Tool>) -> bool {
-        let Some(auth) = &self.auth else {
-            return false;
-        };
-        let call_scopes = auth.required_scopes("tools/call", None);
-        if auth.tool_scopes.is_empty() && call_scopes.is_empty() {
-            return false;
-        }
-        let granted = |scopes: &[String]| {
-            scopes
-                .iter()
-                .all(|s| principal.is_some_and(|p| p.has_scope(s)))
-        };
-        tools.retain(|tool| granted(&auth.required_scopes("tools/call", Some(&tool.name))));
-        true
     }
 }
 

@@ -10,7 +10,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::poller::Poller;
 use super::{
-    ChangeFeed, FeedError, ListKind, ListenSettings, MAX_RESOURCE_SUBSCRIPTIONS,
+    Change, ChangeFeed, FeedError, ListKind, ListenSettings, MAX_RESOURCE_SUBSCRIPTIONS,
     MAX_TASK_SUBSCRIPTIONS, MAX_URI_BYTES, Observed, Watch,
 };
 use crate::handles::HandleId;
@@ -271,8 +271,41 @@ impl Listener {
         }
     }
 
+    /// Records this instance's fingerprint of a full list and, the first time it is seen (or
+    /// when it changes), publishes it so listeners on other versions learn the list changed.
+    pub(crate) async fn publish_fingerprint<T: serde::Serialize>(
+        &self,
+        list: ListKind,
+        items: &[T],
+    ) {
+        // Once per process: a deployment changes the lists, a running instance does not
+        // (a handler that changes them at run time publishes the change itself).
+        if self.knows_fingerprint(list) {
+            return;
+        }
+        let Ok(bytes) = serde_json::to_vec(items) else {
+            return;
+        };
+        let digest = ring::digest::digest(&ring::digest::SHA256, &bytes);
+        let fingerprint: String = digest.as_ref()[..12]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        if self.set_fingerprint(list, &fingerprint)
+            && let Err(error) = self
+                .feed
+                .publish(&Change::Fingerprint(list, fingerprint))
+                .await
+        {
+            // Tried again at the next list request: until it is published, listeners here
+            // compare with nothing rather than with a fingerprint nobody stored.
+            self.forget_fingerprint(list);
+            tracing::warn!(%error, list = list.name(), "could not publish the list fingerprint");
+        }
+    }
+
     /// Remembers this instance's fingerprint of `list`; returns whether it is new.
-    pub(crate) fn set_fingerprint(&self, list: ListKind, fingerprint: &str) -> bool {
+    fn set_fingerprint(&self, list: ListKind, fingerprint: &str) -> bool {
         let mut known = self.fingerprints.lock().expect("fingerprint lock");
         if known.get(&list).map(String::as_str) == Some(fingerprint) {
             return false;
@@ -282,7 +315,7 @@ impl Listener {
     }
 
     /// Forgets a fingerprint whose publication failed, so the next list request tries again.
-    pub(crate) fn forget_fingerprint(&self, list: ListKind) {
+    fn forget_fingerprint(&self, list: ListKind) {
         self.fingerprints
             .lock()
             .expect("fingerprint lock")
@@ -290,7 +323,7 @@ impl Listener {
     }
 
     /// Whether this instance's fingerprint of `list` is known.
-    pub(crate) fn knows_fingerprint(&self, list: ListKind) -> bool {
+    fn knows_fingerprint(&self, list: ListKind) -> bool {
         self.fingerprints
             .lock()
             .expect("fingerprint lock")
