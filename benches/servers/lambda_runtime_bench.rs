@@ -301,12 +301,9 @@ impl Function {
             .map_err(|e| format!("{}: {e}", log.display()))?;
         let mut command = Command::new(binary);
         for (name, _) in std::env::vars_os() {
-            if name
-                .to_str()
-                .is_some_and(|n| {
-                    n.starts_with("MCP_") || n.starts_with("AWS_") || n == "BENCH_HELLO_THREADS"
-                })
-            {
+            if name.to_str().is_some_and(|n| {
+                n.starts_with("MCP_") || n.starts_with("AWS_") || n == "BENCH_HELLO_THREADS"
+            }) {
                 command.env_remove(name);
             }
         }

@@ -15,9 +15,9 @@
 //!   configured;
 //! - tool schemas every client accepts (`portable_schema.rs`);
 //! - the tool and prompt lists' fingerprints, published to the change feed at start-up;
-//! - `subscriptions/listen` handed to [`listen`](crate::listen)'s stream, with the filter
+//! - `subscriptions/listen` handed to [`listen`]'s stream, with the filter
 //!   the front accepted, and the capabilities listen needs announced (`Announce`);
-//! - tools a [`TaskPolicy`](crate::tasks::TaskPolicy) makes durable tasks, accepted through
+//! - tools a [`TaskPolicy`] makes durable tasks, accepted through
 //!   the task engine instead of being called at once;
 //! - resources served from typed handles (`handle_resource.rs`).
 

@@ -5,14 +5,17 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rmcp::model::{
-    CreateTaskResult, DetailedTask, ErrorData, GetTaskResult, JsonObject, Task, TaskPayload,
-    TaskStatus,
-};
+use rmcp::model::{CreateTaskResult, ErrorData, GetTaskResult, TaskStatus};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{RoundEnd, TaskError, TaskRecord, TaskState, TaskStore, now_ms};
+#[cfg(all(feature = "dynamodb", feature = "aws-secrets"))]
+use super::LambdaDispatch;
+use super::view::task_of;
+use super::{
+    Dispatch, RoundEnd, TaskError, TaskRecord, TaskSettings, TaskState, TaskStore, client_view,
+    now_ms,
+};
 use crate::auth::Principal;
 use crate::handles::HandleId;
 
@@ -46,227 +49,6 @@ pub trait ToolRunner: Send + Sync + 'static {
         progress: Box<dyn Fn(String) + Send + Sync>,
         stop: CancellationToken,
     ) -> BoxFuture<'static, RoundOutput>;
-}
-
-/// How a round reaches a worker.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum Dispatch {
-    /// On this process's runtime (the local server; tests).
-    Local,
-    /// Handed to the Lambda service: an asynchronous invocation (`InvocationType: Event`) of
-    /// this same function, whose event is a Function URL request for `POST <MCP_PATH>` carrying
-    /// the round's token in `x-mcp-task-round`. The invocation that accepted the task answers at
-    /// once; the worker invocation runs the round until its own deadline.
-    #[cfg(all(feature = "dynamodb", feature = "aws-secrets"))]
-    Lambda(LambdaDispatch),
-}
-
-/// Where [`Dispatch::Lambda`] sends rounds: the function and a signed client for its Invoke.
-#[cfg(all(feature = "dynamodb", feature = "aws-secrets"))]
-#[derive(Debug, Clone)]
-pub struct LambdaDispatch {
-    /// The function to invoke (a name or an ARN): this one, `AWS_LAMBDA_FUNCTION_NAME`.
-    function: String,
-    client: Arc<crate::aws::signed::SignedJsonClient>,
-}
-
-#[cfg(all(feature = "dynamodb", feature = "aws-secrets"))]
-impl LambdaDispatch {
-    /// Rounds go to `function` (a name or an ARN), signed with `sdk`'s credentials; the
-    /// endpoint follows `AWS_ENDPOINT_URL_LAMBDA`.
-    pub fn new(
-        function: impl Into<String>,
-        sdk: &aws_config::SdkConfig,
-        timeouts: &crate::aws::AwsTimeouts,
-    ) -> Self {
-        Self {
-            function: function.into(),
-            client: Arc::new(crate::aws::signed::SignedJsonClient::unchecked(
-                sdk, timeouts,
-            )),
-        }
-    }
-
-    /// The event a worker invocation receives: a Function URL (payload 2.0) `POST <path>`.
-    fn event(path: &str, token: &str, task_id: &str, round: u32) -> Value {
-        let body = json!({ "taskId": task_id, "round": round }).to_string();
-        let now = now_ms();
-        json!({
-            "version": "2.0",
-            "routeKey": "$default",
-            "rawPath": path,
-            "rawQueryString": "",
-            "headers": {
-                "content-type": "application/json",
-                "host": "localhost",
-                super::round_token::HEADER: token,
-            },
-            "requestContext": {
-                "accountId": "self",
-                "apiId": "self",
-                "domainName": "localhost",
-                "domainPrefix": "localhost",
-                "http": {
-                    "method": "POST",
-                    "path": path,
-                    "protocol": "HTTP/1.1",
-                    "sourceIp": "127.0.0.1",
-                    "userAgent": "mcp-lambda-task-round",
-                },
-                "requestId": format!("task-round-{task_id}-{round}"),
-                "routeKey": "$default",
-                "stage": "$default",
-                "time": "",
-                "timeEpoch": now,
-            },
-            "isBase64Encoded": false,
-            "body": body,
-        })
-    }
-}
-
-/// Task settings (`MCP_TASK_*`).
-///
-/// | variable | default | meaning |
-/// |---|---|---|
-/// | `MCP_TASK_TTL_SECS` | `3600` | how long a task lives after creation (60–604800) |
-/// | `MCP_TASK_POLL_MS` | `1000` | the poll interval clients are told, and how often a worker looks for a cancel (100–60000) |
-/// | `MCP_TASK_MAX_PER_CALLER` | `100` | tasks one authenticated caller may create per `MCP_TASK_TTL_SECS` window (1–1000000), so it holds at most twice that; more get 429, -32600 |
-/// | `MCP_TASK_LEASE_SECS` | `900` | how long a local worker's claim on a round holds (1–86400); a round still working shortly before it runs out is stopped and recorded `failed` |
-///
-/// The store follows the handle store: `MCP_HANDLES_TABLE` set → DynamoDB on that table,
-/// otherwise in memory ([`TaskSettings::open`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TaskSettings {
-    /// How long a task lives after creation.
-    pub ttl: Duration,
-    /// How often clients should poll, and how often a worker looks for a cancel.
-    pub poll_interval: Duration,
-    /// How long a worker's claim on a round holds locally (on Lambda: the invocation's
-    /// deadline). A round still working shortly before it runs out is stopped and recorded
-    /// `failed`.
-    pub lease: Duration,
-    /// Tasks one authenticated caller may create per `ttl` window (`MCP_TASK_MAX_PER_CALLER`).
-    /// With auth off every client is the same anonymous caller, so only the store's own
-    /// limits apply.
-    pub max_per_caller: u32,
-}
-
-impl Default for TaskSettings {
-    fn default() -> Self {
-        Self {
-            ttl: Duration::from_secs(3600),
-            poll_interval: Duration::from_millis(1000),
-            lease: Duration::from_secs(900),
-            max_per_caller: 100,
-        }
-    }
-}
-
-impl TaskSettings {
-    /// Reads `MCP_TASK_TTL_SECS`, `MCP_TASK_POLL_MS`, `MCP_TASK_LEASE_SECS` and
-    /// `MCP_TASK_MAX_PER_CALLER`.
-    pub(crate) fn from_env(env: &crate::env::Env<'_>) -> Result<Self, crate::env::ConfigError> {
-        Ok(Self {
-            ttl: env.secs(
-                "MCP_TASK_TTL_SECS",
-                3600,
-                60..=604_800,
-                "whole seconds between 60 and 604800, e.g. 3600",
-            )?,
-            poll_interval: Duration::from_millis(env.number(
-                "MCP_TASK_POLL_MS",
-                1000,
-                100..=60_000,
-                "whole milliseconds between 100 and 60000, e.g. 1000",
-            )?),
-            lease: env.secs(
-                "MCP_TASK_LEASE_SECS",
-                900,
-                1..=86_400,
-                "whole seconds between 1 and 86400, e.g. 900",
-            )?,
-            max_per_caller: env.number(
-                "MCP_TASK_MAX_PER_CALLER",
-                100,
-                1..=1_000_000,
-                "a whole number between 1 and 1000000, e.g. 100",
-            )? as u32,
-        })
-    }
-
-    /// The task engine for this deployment: the store is DynamoDB on `MCP_HANDLES_TABLE` when
-    /// it is set (sharing the handle store's connection), otherwise in memory. Locally rounds
-    /// run on this process's runtime ([`Dispatch::Local`]); on Lambda (`AWS_LAMBDA_RUNTIME_API`
-    /// set) they are handed to the Lambda service (`Dispatch::Lambda`, which needs the
-    /// `aws-secrets` feature), and `MCP_HANDLES_TABLE` is required.
-    ///
-    /// ```no_run
-    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    /// let config = mcp_lambda::Config::load().await?;
-    /// let tasks = config.tasks.open(&config.handles).await?;
-    /// # let _ = tasks; Ok(())
-    /// # }
-    /// ```
-    pub async fn open(
-        &self,
-        handles: &crate::handles::HandleSettings,
-    ) -> Result<Arc<Tasks>, crate::handles::OpenError> {
-        let on_lambda = std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some();
-        if on_lambda && handles.table.is_none() {
-            return Err(crate::handles::OpenError::Table {
-                table: "(MCP_HANDLES_TABLE is not set)".into(),
-                reason: "tasks on Lambda need a store every invocation shares: set \
-                         MCP_HANDLES_TABLE, or leave tasks off"
-                    .into(),
-            });
-        }
-        let store: Arc<dyn TaskStore> = match &handles.table {
-            #[cfg(feature = "dynamodb")]
-            Some(table) => {
-                let sdk = crate::aws::shared_config(&handles.timeouts).await;
-                let store = Arc::new(super::DynamoDbTaskStore::new(
-                    crate::aws::dynamodb_client(&sdk),
-                    table.clone(),
-                ));
-                #[cfg(not(feature = "aws-secrets"))]
-                if on_lambda {
-                    return Err(crate::handles::OpenError::Table {
-                        table: table.clone(),
-                        reason: "tasks on Lambda hand rounds to the Lambda service with a signed \
-                                 Invoke, which needs the `aws-secrets` feature"
-                            .into(),
-                    });
-                }
-                #[cfg(feature = "aws-secrets")]
-                if on_lambda {
-                    let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").map_err(|_| {
-                        crate::handles::OpenError::Table {
-                            table: table.clone(),
-                            reason: "AWS_LAMBDA_FUNCTION_NAME is not set (Lambda sets it): \
-                                     rounds are handed to this function"
-                                .into(),
-                        }
-                    })?;
-                    let dispatch =
-                        Dispatch::Lambda(LambdaDispatch::new(function, &sdk, &handles.timeouts));
-                    return Ok(Tasks::new(store, dispatch, self.clone()));
-                }
-                store
-            }
-            #[cfg(not(feature = "dynamodb"))]
-            Some(table) => {
-                return Err(crate::handles::OpenError::Table {
-                    table: table.clone(),
-                    reason: "this build lacks the `dynamodb` feature".into(),
-                });
-            }
-            None => Arc::new(super::MemoryTaskStore::new()),
-        };
-        Ok(Tasks::new(store, Dispatch::Local, self.clone()))
-    }
 }
 
 /// The task engine a server runs with; see the [module docs](super).
@@ -318,28 +100,6 @@ fn unknown_task() -> ErrorData {
     ErrorData::invalid_params(
         "unknown task: it does not exist, has expired, or belongs to someone else",
         None,
-    )
-}
-
-/// Epoch milliseconds as an ISO 8601 UTC timestamp (`2026-12-01T06:30:00.123Z`).
-fn iso(ms: u64) -> String {
-    let (days, rest) = ((ms / 86_400_000) as i64, ms % 86_400_000);
-    // Days to a civil date (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rest / 3_600_000,
-        rest / 60_000 % 60,
-        rest / 1000 % 60,
-        rest % 1000
     )
 }
 
@@ -697,126 +457,9 @@ fn round_end(output: RoundOutput) -> RoundEnd {
     }
 }
 
-/// The task as a client sees it now: a cancel asked for while it waits for input shows as
-/// `cancelled`; a round whose worker's claim ran out shows as `failed`, and so does a round
-/// handed out that no worker claimed while its round token was good (an asynchronous invocation
-/// the Lambda service dropped): no worker can claim it any more.
-fn visible(record: &TaskRecord, now: u64) -> (TaskStatus, Option<Value>) {
-    let ready = match record.state {
-        TaskState::Working => true,
-        TaskState::InputRequired => record.pending.is_empty() && !record.cancel_requested,
-        _ => false,
-    };
-    let unclaimed = record.claimed.is_none_or(|(round, _)| round < record.round);
-    if ready
-        && unclaimed
-        && now > record.updated_at_ms + super::round_token::TOKEN_LIFETIME_MS + 60_000
-    {
-        return (
-            TaskStatus::Failed,
-            Some(json!({
-                "code": -32603,
-                "message": "no worker picked this task up in time",
-            })),
-        );
-    }
-    match record.state {
-        TaskState::InputRequired if record.cancel_requested => (TaskStatus::Cancelled, None),
-        TaskState::Working if record.claimed.is_some_and(|(_, until)| until < now) => (
-            TaskStatus::Failed,
-            Some(json!({
-                "code": -32603,
-                "message": "the worker running this task stopped before it finished (timeout or crash)",
-            })),
-        ),
-        TaskState::Working => (TaskStatus::Working, None),
-        TaskState::InputRequired => (TaskStatus::InputRequired, None),
-        TaskState::Completed => (TaskStatus::Completed, None),
-        TaskState::Failed => (TaskStatus::Failed, record.error.clone()),
-        TaskState::Cancelled => (TaskStatus::Cancelled, None),
-    }
-}
-
-fn task_of(record: &TaskRecord, status: TaskStatus) -> Task {
-    let mut task = Task::new(
-        record.id.to_string(),
-        status,
-        iso(record.created_at_ms),
-        iso(record.updated_at_ms),
-    )
-    .with_ttl_ms(record.ttl_ms)
-    .with_poll_interval_ms(record.poll_interval_ms);
-    if let Some(message) = &record.status_message {
-        task = task.with_status_message(message.clone());
-    }
-    task
-}
-
-/// The task as `tasks/get` shows it at `now` (epoch ms); `notifications/tasks` carries the same.
-pub(crate) fn client_view(record: &TaskRecord, now: u64) -> DetailedTask {
-    let (status, error) = visible(record, now);
-    let task = task_of(record, status);
-    let payload = match status {
-        TaskStatus::Cancelled => TaskPayload::Cancelled,
-        // Only what is still outstanding: an answered request is gone from the next look.
-        TaskStatus::InputRequired => TaskPayload::InputRequired {
-            input_requests: record
-                .input_requests
-                .as_ref()
-                .and_then(Value::as_object)
-                .map(|all| {
-                    all.iter()
-                        .filter(|(key, _)| record.pending.contains(*key))
-                        .filter_map(|(key, request)| {
-                            Some((key.clone(), serde_json::from_value(request.clone()).ok()?))
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
-        },
-        TaskStatus::Completed => TaskPayload::Completed {
-            result: record
-                .result
-                .clone()
-                .and_then(|r| serde_json::from_value::<JsonObject>(r).ok())
-                .unwrap_or_default(),
-        },
-        TaskStatus::Failed => TaskPayload::Failed {
-            error: error
-                .and_then(|e| serde_json::from_value::<JsonObject>(e).ok())
-                .unwrap_or_else(|| {
-                    let mut error = JsonObject::new();
-                    error.insert("code".into(), json!(-32603));
-                    error.insert("message".into(), json!("the task failed"));
-                    error
-                }),
-        },
-        _ => TaskPayload::Working,
-    };
-    DetailedTask::new(task, payload)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_round_no_worker_claimed_before_its_token_expired_reads_failed() {
-        let record = TaskRecord::new(
-            HandleId::random().unwrap(),
-            "o",
-            json!({}),
-            1000,
-            3_600_000,
-            1000,
-        );
-        let soon = 1000 + super::super::round_token::TOKEN_LIFETIME_MS;
-        assert_eq!(visible(&record, soon).0, TaskStatus::Working);
-        assert_eq!(visible(&record, soon + 60_001).0, TaskStatus::Failed);
-        let mut claimed = record.clone();
-        claimed.claimed = Some((0, u64::MAX));
-        assert_eq!(visible(&claimed, soon + 60_001).0, TaskStatus::Working);
-    }
 
     #[test]
     fn a_round_stops_before_its_claim_runs_out() {
@@ -835,12 +478,5 @@ mod tests {
             Duration::ZERO,
             "already out of time"
         );
-    }
-
-    #[test]
-    fn timestamps_are_iso_8601_utc() {
-        assert_eq!(iso(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(iso(1_796_000_000_123), "2026-11-30T00:53:20.123Z");
-        assert_eq!(iso(951_782_400_000), "2000-02-29T00:00:00.000Z");
     }
 }

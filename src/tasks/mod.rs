@@ -14,25 +14,31 @@
 //! conditional on the round they claimed, so a second delivery of the same round runs nothing
 //! and overwrites nothing.
 
+mod dispatch;
 #[cfg(feature = "dynamodb")]
 pub(crate) mod dynamodb;
 mod engine;
 mod memory;
 mod record;
 pub(crate) mod round_token;
+mod settings;
 mod stop;
 mod store;
+mod view;
 
+pub use dispatch::Dispatch;
+#[cfg(all(feature = "dynamodb", feature = "aws-secrets"))]
+pub use dispatch::LambdaDispatch;
 #[cfg(feature = "dynamodb")]
 pub use dynamodb::{DynamoDbTaskStore, MAX_ANSWER_KEYS, MAX_KEY_BYTES, MAX_TASK_BYTES};
-#[cfg(all(feature = "dynamodb", feature = "aws-secrets"))]
-pub use engine::LambdaDispatch;
-pub use engine::{Dispatch, RoundOutput, TaskSettings, Tasks, ToolRunner};
-pub(crate) use engine::{EXTENSION, client_view};
+pub(crate) use engine::EXTENSION;
+pub use engine::{RoundOutput, Tasks, ToolRunner};
 pub use memory::{MAX_MEMORY_TASKS, MemoryTaskStore};
 pub use record::{TaskRecord, TaskState};
+pub use settings::TaskSettings;
 pub(crate) use stop::until_stopped;
 pub use store::{CallerQuota, RoundEnd, TaskError, TaskStore};
+pub(crate) use view::client_view;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
