@@ -712,19 +712,25 @@ fn counting_listener() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize
 #[tokio::test(flavor = "current_thread")]
 async fn on_one_thread_the_key_fetch_is_under_way_before_start_up_goes_on() {
     let busy = std::time::Duration::from_millis(200);
+    let keys_served_at = |jwks: &str| {
+        let jwks_url = format!("{jwks}/jwks.json");
+        [
+            ("MCP_AUTH_ISSUER", "https://issuer.example".to_owned()),
+            ("MCP_AUTH_AUDIENCE", AUDIENCE.to_owned()),
+            ("MCP_AUTH_JWKS_URL", jwks_url),
+        ]
+    };
+
     let (jwks, accepted) = counting_listener();
-    let jwks_url = format!("{jwks}/jwks.json");
-    let vars = [
-        ("MCP_AUTH_ISSUER", "https://issuer.example"),
-        ("MCP_AUTH_AUDIENCE", AUDIENCE),
-        ("MCP_AUTH_JWKS_URL", jwks_url.as_str()),
-    ];
-    let lookup = |name: &str| {
+    let vars = keys_served_at(&jwks);
+    let _config = mcp_lambda::Config::load_from_lookup(|name| {
         vars.iter()
             .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.to_string())
-    };
-    let _config = mcp_lambda::Config::load_from_lookup(lookup).await.unwrap();
+            .map(|(_, v)| v.clone())
+    })
+    .await
+    .unwrap();
+    // Synchronous start-up work: nothing else runs on this thread meanwhile.
     std::thread::sleep(busy);
     assert_eq!(
         accepted.load(std::sync::atomic::Ordering::SeqCst),
@@ -733,19 +739,9 @@ async fn on_one_thread_the_key_fetch_is_under_way_before_start_up_goes_on() {
     );
 
     let (jwks, accepted) = counting_listener();
-    let jwks_url = format!("{jwks}/jwks.json");
-    let vars = [
-        ("MCP_AUTH_ISSUER", "https://issuer.example"),
-        ("MCP_AUTH_AUDIENCE", AUDIENCE),
-        ("MCP_AUTH_JWKS_URL", jwks_url.as_str()),
-    ];
-    let config = mcp_lambda::Config::from_lookup(|name| {
-        vars.iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.to_string())
-    })
-    .unwrap();
-    let _app = mcp_lambda::App::open(config).await.unwrap();
+    let vars = keys_served_at(&jwks);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let _app = mcp_lambda::App::open(config(&vars)).await.unwrap();
     std::thread::sleep(busy);
     assert_eq!(
         accepted.load(std::sync::atomic::Ordering::SeqCst),
