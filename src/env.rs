@@ -124,10 +124,6 @@ impl<'a> Env<'a> {
     }
 
     /// Whole milliseconds in `range`.
-    #[cfg_attr(
-        not(any(feature = "dynamodb", feature = "aws-secrets")),
-        allow(dead_code)
-    )]
     pub(crate) fn millis(
         &self,
         name: &'static str,

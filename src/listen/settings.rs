@@ -62,12 +62,12 @@ impl ListenSettings {
     /// `MCP_LISTEN_MAX_STREAMS_PER_CALLER`.
     pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
         let mut settings = Self {
-            poll: Duration::from_millis(env.number(
+            poll: env.millis(
                 "MCP_LISTEN_POLL_MS",
                 1000,
                 100..=60_000,
                 "whole milliseconds between 100 and 60000, e.g. 1000",
-            )?),
+            )?,
             max: env.secs(
                 "MCP_LISTEN_MAX_SECS",
                 300,

@@ -57,12 +57,12 @@ impl TaskSettings {
                 60..=604_800,
                 "whole seconds between 60 and 604800, e.g. 3600",
             )?,
-            poll_interval: Duration::from_millis(env.number(
+            poll_interval: env.millis(
                 "MCP_TASK_POLL_MS",
                 1000,
                 100..=60_000,
                 "whole milliseconds between 100 and 60000, e.g. 1000",
-            )?),
+            )?,
             lease: env.secs(
                 "MCP_TASK_LEASE_SECS",
                 900,
