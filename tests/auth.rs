@@ -601,57 +601,13 @@ async fn the_test_client_sends_its_token_and_without_one_is_refused_like_any_cli
     assert_eq!(answer.result()["content"][0]["text"], "echo_1");
 }
 
-/// An issuer whose every answer takes `delay`, with OpenID discovery only (its RFC 8414 path is
-/// 404), as many issuers are.
-async fn slow_oidc_issuer(key: &TestKey, delay: std::time::Duration) -> String {
-    use http_body_util::Full;
-    use hyper::{body::Incoming, server::conn::http1};
-    use hyper_util::rt::TokioIo;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let jwks = json!({"keys": [key.jwk()]});
-    let issuer = url.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let (jwks, issuer) = (jwks.clone(), issuer.clone());
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
-                    let (jwks, issuer) = (jwks.clone(), issuer.clone());
-                    async move {
-                        tokio::time::sleep(delay).await;
-                        let (status, body) = match req.uri().path() {
-                            "/.well-known/openid-configuration" => (
-                                200,
-                                json!({"issuer": issuer, "jwks_uri": format!("{issuer}/jwks.json")}),
-                            ),
-                            "/jwks.json" => (200, jwks),
-                            _ => (404, json!({})),
-                        };
-                        Ok::<_, std::convert::Infallible>(
-                            http::Response::builder()
-                                .status(status)
-                                .header("content-type", "application/json")
-                                .body(Full::new(bytes::Bytes::from(body.to_string())))
-                                .unwrap(),
-                        )
-                    }
-                });
-                let _ = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    url
-}
-
 #[tokio::test]
 async fn start_up_asks_both_metadata_documents_at_once_and_fetches_the_keys_while_the_request_state_key_is_read()
  {
     use mcp_lambda::testing::TestClient;
     let key = TestKey::rsa("rsa-1");
     let delay = std::time::Duration::from_millis(400);
-    let issuer = slow_oidc_issuer(&key, delay).await;
+    let issuer = Issuer::start_slow_openid(&[&key], delay).await.url;
     let vars = [
         ("MCP_AUTH_ISSUER", issuer.as_str()),
         ("MCP_AUTH_AUDIENCE", AUDIENCE),

@@ -186,6 +186,14 @@ pub fn now() -> u64 {
         .as_secs()
 }
 
+/// How an [`Issuer`] answers: at once with RFC 8414 metadata (the default), or after a delay
+/// with OpenID discovery only.
+#[derive(Debug, Clone, Copy, Default)]
+struct Answers {
+    delay: std::time::Duration,
+    openid_only: bool,
+}
+
 /// An issuer on loopback: RFC 8414 metadata plus a JWKS that tests can swap.
 pub struct Issuer {
     pub url: String,
@@ -196,7 +204,18 @@ pub struct Issuer {
 
 impl Issuer {
     pub async fn start(keys: &[&TestKey]) -> Self {
-        Self::serve(keys, None).await
+        Self::serve(keys, None, Answers::default()).await
+    }
+
+    /// An issuer that publishes OpenID discovery only (`/.well-known/openid-configuration`; the
+    /// RFC 8414 document is a 404) and takes `delay` over every answer: for counting the round
+    /// trips start-up waits for.
+    pub async fn start_slow_openid(keys: &[&TestKey], delay: std::time::Duration) -> Self {
+        let answers = Answers {
+            delay,
+            openid_only: true,
+        };
+        Self::serve(keys, None, answers).await
     }
 
     /// The same issuer on `https://127.0.0.1:<port>`, with a certificate signed by a test CA
@@ -227,10 +246,22 @@ impl Issuer {
         )
         .unwrap();
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-        (Self::serve(keys, Some(acceptor)).await, ca.pem())
+        (
+            Self::serve(keys, Some(acceptor), Answers::default()).await,
+            ca.pem(),
+        )
     }
 
-    async fn serve(keys: &[&TestKey], tls: Option<tokio_rustls::TlsAcceptor>) -> Self {
+    async fn serve(
+        keys: &[&TestKey],
+        tls: Option<tokio_rustls::TlsAcceptor>,
+        answers: Answers,
+    ) -> Self {
+        let metadata_path = if answers.openid_only {
+            "/.well-known/openid-configuration"
+        } else {
+            "/.well-known/oauth-authorization-server"
+        };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let scheme = if tls.is_some() { "https" } else { "http" };
         let url = format!("{scheme}://{}", listener.local_addr().unwrap());
@@ -252,6 +283,9 @@ impl Issuer {
                         move |req: http::Request<Incoming>| {
                             let (j, f, d, u) = (j.clone(), f.clone(), d.clone(), u.clone());
                             async move {
+                                if !answers.delay.is_zero() {
+                                    tokio::time::sleep(answers.delay).await;
+                                }
                                 let (status, body) = if d.load(Ordering::SeqCst) {
                                     (503, json!({"error": "down"}))
                                 } else {
@@ -265,7 +299,7 @@ impl Issuer {
                                         })
                                         .unwrap_or_else(|| u.clone());
                                     match req.uri().path() {
-                                        "/.well-known/oauth-authorization-server" => (
+                                        path if path == metadata_path => (
                                             200,
                                             json!({"issuer": base, "jwks_uri": format!("{base}/jwks.json")}),
                                         ),
