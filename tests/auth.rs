@@ -615,13 +615,9 @@ async fn start_up_asks_both_metadata_documents_at_once_and_fetches_the_keys_whil
     let started = std::time::Instant::now();
     // `Config::load` starts the key fetch; the app adopts it, and the first request with a
     // token waits for it (rather than fetching again).
-    let config = mcp_lambda::Config::load_from_lookup(|name| {
-        vars.iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.to_string())
-    })
-    .await
-    .unwrap();
+    let config = mcp_lambda::Config::load_from_lookup(lookup(&vars))
+        .await
+        .unwrap();
     assert!(
         started.elapsed() < delay,
         "Config::load does not wait for the issuer"
@@ -679,13 +675,9 @@ async fn on_one_thread_the_key_fetch_is_under_way_before_start_up_goes_on() {
 
     let (jwks, accepted) = counting_listener();
     let vars = keys_served_at(&jwks);
-    let _config = mcp_lambda::Config::load_from_lookup(|name| {
-        vars.iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.clone())
-    })
-    .await
-    .unwrap();
+    let _config = mcp_lambda::Config::load_from_lookup(lookup(&vars))
+        .await
+        .unwrap();
     // Synchronous start-up work: nothing else runs on this thread meanwhile.
     std::thread::sleep(busy);
     assert_eq!(
@@ -695,9 +687,8 @@ async fn on_one_thread_the_key_fetch_is_under_way_before_start_up_goes_on() {
     );
 
     let (jwks, accepted) = counting_listener();
-    let vars = keys_served_at(&jwks);
-    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let _app = mcp_lambda::App::open(config(&vars)).await.unwrap();
+    let config = mcp_lambda::Config::from_lookup(lookup(&keys_served_at(&jwks))).unwrap();
+    let _app = mcp_lambda::App::open(config).await.unwrap();
     std::thread::sleep(busy);
     assert_eq!(
         accepted.load(std::sync::atomic::Ordering::SeqCst),

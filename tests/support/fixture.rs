@@ -63,12 +63,17 @@ impl ServerHandler for Fixture {
     }
 }
 
-pub fn config(vars: &[(&str, &str)]) -> Config {
+/// A lookup of `vars` alone, for `Config::from_lookup` and `Config::load_from_lookup`.
+pub fn lookup<V: AsRef<str>>(vars: &[(&str, V)]) -> impl Fn(&str) -> Option<String> + use<V> {
     let vars: HashMap<String, String> = vars
         .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .map(|(k, v)| (k.to_string(), v.as_ref().to_owned()))
         .collect();
-    Config::from_lookup(|name| vars.get(name).cloned()).expect("valid test config")
+    move |name| vars.get(name).cloned()
+}
+
+pub fn config(vars: &[(&str, &str)]) -> Config {
+    Config::from_lookup(lookup(vars)).expect("valid test config")
 }
 
 pub fn service(vars: &[(&str, &str)]) -> McpService<Fixture> {
