@@ -86,7 +86,7 @@ impl App {
     ///
     /// # Errors
     ///
-    /// [`Error::Handles`] or [`Error::Listen`] when the table is unusable (the message says
+    /// [`Error::Table`] when the table is unusable (the message says
     /// what to fix).
     ///
     /// ```no_run

@@ -27,12 +27,9 @@ pub enum Error {
     /// The Lambda runtime loop failed.
     #[error("the Lambda runtime stopped: {0}")]
     Lambda(String),
-    /// A handle store could not be opened.
+    /// A store's DynamoDB table (handles, tasks, the change feed) cannot be used.
     #[error(transparent)]
-    Handles(#[from] crate::handles::OpenError),
-    /// The change feed for `subscriptions/listen` could not be opened.
-    #[error(transparent)]
-    Listen(#[from] crate::listen::OpenError),
+    Table(#[from] crate::aws::TableError),
     /// Durable tasks were configured to run where they cannot (see the message).
     #[error("durable tasks: {0}")]
     Tasks(&'static str),

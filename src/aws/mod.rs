@@ -34,6 +34,39 @@ pub use usage::DynamoDbUsage;
 
 mod usage;
 
+/// A DynamoDB table a store cannot use, found when it is opened at start-up: which table, for
+/// which store, and what to do about it.
+///
+/// ```
+/// let error = mcp_lambda::aws::TableError::new("handle store", "handles", "no AWS region; set AWS_REGION");
+/// assert_eq!(
+///     error.to_string(),
+///     "cannot use DynamoDB table handles for the handle store: no AWS region; set AWS_REGION"
+/// );
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[error("cannot use DynamoDB table {table} for the {store}: {reason}")]
+#[non_exhaustive]
+pub struct TableError {
+    /// The store that was being opened: `handle store`, `task store` or `change feed`.
+    pub store: &'static str,
+    /// The table name or ARN (or why there is none).
+    pub table: String,
+    /// What went wrong and what to do.
+    pub reason: String,
+}
+
+impl TableError {
+    /// The `store`'s table `table` cannot be used, for `reason`.
+    pub fn new(store: &'static str, table: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self {
+            store,
+            table: table.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
 use std::time::Duration;
 
 #[cfg(any(feature = "dynamodb", feature = "aws-secrets"))]
@@ -135,6 +168,25 @@ pub fn dynamodb_client(sdk: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Client 
         .interceptor(DynamoDbMeter)
         .build();
     aws_sdk_dynamodb::Client::from_conf(config)
+}
+
+/// [`shared_config`], refused when it names no region: a store on `table` cannot work without
+/// one.
+#[cfg(feature = "dynamodb")]
+pub(crate) async fn regional_config(
+    timeouts: &AwsTimeouts,
+    store: &'static str,
+    table: &str,
+) -> Result<aws_config::SdkConfig, TableError> {
+    let sdk = shared_config(timeouts).await;
+    if sdk.region().is_none() {
+        return Err(TableError::new(
+            store,
+            table,
+            "no AWS region; set AWS_REGION (Lambda sets it)",
+        ));
+    }
+    Ok(sdk)
 }
 
 /// The SDK configuration every DynamoDB user in this process shares (the handle store and the

@@ -73,10 +73,10 @@ use aws_sdk_dynamodb::types::{
 use futures::future::{BoxFuture, FutureExt};
 
 use super::{
-    CallerQuota, Handle, HandleError, HandleId, HandleStore, OpenError, epoch_ms, expiry_ms,
-    validate,
+    CallerQuota, Handle, HandleError, HandleId, HandleStore, STORE, epoch_ms, expiry_ms, validate,
 };
 use crate::aws::AwsTimeouts;
+use crate::aws::TableError;
 use crate::aws::item::{self, Failure, Item, n, s};
 
 /// The table definition, as CloudFormation `AWS::DynamoDB::Table` properties: the one copy in
@@ -130,14 +130,8 @@ pub(super) async fn open(
     table: &str,
     timeouts: &AwsTimeouts,
     quota: CallerQuota,
-) -> Result<Arc<dyn HandleStore>, OpenError> {
-    let sdk = crate::aws::shared_config(timeouts).await;
-    if sdk.region().is_none() {
-        return Err(OpenError::Table {
-            table: table.to_owned(),
-            reason: "no AWS region; set AWS_REGION (Lambda sets it)".into(),
-        });
-    }
+) -> Result<Arc<dyn HandleStore>, TableError> {
+    let sdk = crate::aws::regional_config(timeouts, STORE, table).await?;
     let store =
         DynamoDbHandleStore::new(crate::aws::dynamodb_client(&sdk), table).with_caller_quota(quota);
     let started = std::time::Instant::now();
@@ -191,20 +185,17 @@ impl DynamoDbHandleStore {
     ///
     /// # Errors
     ///
-    /// [`OpenError::Table`] when the table is missing, has another key schema, or DynamoDB
+    /// [`TableError`] when the table is missing, has another key schema, or DynamoDB
     /// refuses the call (no region, no credentials, no permission), and when it cannot be
     /// reached within the operation timeout.
-    pub async fn check_table(&self) -> Result<(), OpenError> {
+    pub async fn check_table(&self) -> Result<(), TableError> {
         self.warm_up().await.map_err(|(_, e)| e)
     }
 
     /// [`check_table`](Self::check_table), telling whether a failure is the endpoint being away
     /// (`true`: timeout, connection refused) rather than a configuration mistake.
-    pub(crate) async fn warm_up(&self) -> Result<(), (bool, OpenError)> {
-        let fail = |reason: String| OpenError::Table {
-            table: self.table.to_string(),
-            reason,
-        };
+    pub(crate) async fn warm_up(&self) -> Result<(), (bool, TableError)> {
+        let fail = |reason: String| TableError::new(STORE, self.table.as_ref(), reason);
         let result = self
             .client
             .get_item()

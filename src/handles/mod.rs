@@ -87,7 +87,10 @@ pub use dynamodb::{DynamoDbHandleStore, TABLE_DEFINITION, TOMBSTONE_TTL};
 pub use id::{HandleId, ParseHandleIdError};
 pub use memory::MemoryHandleStore;
 pub use quota::CallerQuota;
-pub use settings::{HandleSettings, OpenError};
+pub use settings::HandleSettings;
+
+/// The handle store, as [`TableError`](crate::aws::TableError) names it.
+const STORE: &str = "handle store";
 pub use typed::{
     HandleWrites, Handles, MAX_ATTEMPTS, MAX_REQUEST_KEY_BYTES, MAX_REQUEST_KEYS, RequestKey,
     Stored,

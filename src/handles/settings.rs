@@ -9,6 +9,7 @@
 use std::{sync::Arc, time::Duration};
 
 use super::{CallerQuota, HandleStore, MemoryHandleStore};
+use crate::aws::TableError;
 use crate::env::{ConfigError, Env, Mode, parse_arn};
 
 /// The handle store's settings, read once at start-up.
@@ -35,20 +36,6 @@ pub struct HandleSettings {
     pub max_per_caller: u32,
     /// Whether the process runs on Lambda, where in-memory handles do not survive.
     on_lambda: bool,
-}
-
-/// Why a handle store could not be opened at start-up.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum OpenError {
-    /// The table is missing, has another key, or may not be read; the reason says what to fix.
-    #[error("handle store: table {table}: {reason}")]
-    Table {
-        /// The table name or ARN.
-        table: String,
-        /// What went wrong and what to do.
-        reason: String,
-    },
 }
 
 impl HandleSettings {
@@ -105,7 +92,7 @@ impl HandleSettings {
     ///
     /// # Errors
     ///
-    /// [`OpenError::Table`] when the table is missing or has another key schema, or DynamoDB
+    /// [`TableError`] when the table is missing or has another key schema, or DynamoDB
     /// refuses the call (no region, credentials or permission). An endpoint that cannot be
     /// reached at start-up is only logged: the store serves once it comes back, and each
     /// operation fails with [`HandleError::Unavailable`](super::HandleError::Unavailable) until
@@ -119,7 +106,7 @@ impl HandleSettings {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn open(&self) -> Result<Arc<dyn HandleStore>, OpenError> {
+    pub async fn open(&self) -> Result<Arc<dyn HandleStore>, TableError> {
         let Some(table) = &self.table else {
             if self.on_lambda {
                 tracing::warn!(
@@ -137,12 +124,12 @@ impl HandleSettings {
         }
         #[cfg(not(feature = "dynamodb"))]
         {
-            Err(OpenError::Table {
-                table: table.clone(),
-                reason: "this build has no DynamoDB store: enable the `dynamodb` feature of \
-                         mcp-lambda, or leave the table unset to keep handles in memory"
-                    .into(),
-            })
+            Err(TableError::new(
+                super::STORE,
+                table,
+                "this build has no DynamoDB store: enable the `dynamodb` feature of mcp-lambda, \
+                 or leave the table unset to keep handles in memory",
+            ))
         }
     }
 

@@ -1,6 +1,6 @@
 //! The auth step: the bearer token checked by [`Authenticator`] (which decides)
-//! and its refusal written as HTTP here: 401 or 403 with the RFC 6750
-//! `WWW-Authenticate` challenge pointing at the RFC 9728 metadata.
+//! and its refusal worded for HTTP here: an [`AuthChallenge`], 401 or 403 with the
+//! RFC 6750 `WWW-Authenticate` challenge pointing at the RFC 9728 metadata.
 
 use std::time::Duration;
 
@@ -8,7 +8,7 @@ use http::{HeaderValue, Response, StatusCode, header, request::Parts};
 use http_body_util::{BodyExt, Full};
 use serde_json::json;
 
-use super::errors::HttpResponse;
+use super::refusal::{AuthChallenge, HttpResponse, Rejection};
 use crate::auth::{Authenticator, Challenge, Refusal, metadata};
 use crate::logging::Sampled;
 
@@ -19,7 +19,7 @@ pub(crate) async fn authorize(
     parts: &mut Parts,
     method: &str,
     name: Option<&str>,
-) -> Result<(), HttpResponse> {
+) -> Result<(), Rejection> {
     match auth
         .authorize(&parts.headers, &parts.uri, method, name)
         .await
@@ -35,13 +35,13 @@ pub(crate) async fn authorize(
             if let Some(held_back) = REFUSALS.allow() {
                 tracing::info!(challenge = ?refusal.challenge, held_back, "request refused by auth");
             }
-            Err(challenge_response(auth, &refusal))
+            Err(Rejection::Unauthorized(challenge(auth, &refusal)))
         }
     }
 }
 
-/// The refusal as an HTTP response with its `WWW-Authenticate` challenge.
-pub(crate) fn challenge_response(auth: &Authenticator, refusal: &Refusal) -> HttpResponse {
+/// The refusal as the client is told it: status, `WWW-Authenticate` challenge, error body.
+fn challenge(auth: &Authenticator, refusal: &Refusal) -> AuthChallenge {
     let settings = auth.settings();
     let scope = if refusal.required_scopes.is_empty() {
         settings.scopes_supported.join(" ")
@@ -91,16 +91,12 @@ pub(crate) fn challenge_response(auth: &Authenticator, refusal: &Refusal) -> Htt
         "error_description": description,
         "resource_metadata": metadata_url,
     });
-    Response::builder()
-        .status(status)
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::CACHE_CONTROL, "no-store")
-        .header(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static("Bearer")),
-        )
-        .body(Full::new(bytes::Bytes::from(body.to_string())).boxed())
-        .expect("valid response parts")
+    AuthChallenge {
+        status,
+        www_authenticate: HeaderValue::from_str(&value)
+            .unwrap_or_else(|_| HeaderValue::from_static("Bearer")),
+        body,
+    }
 }
 
 /// The RFC 9728 metadata document as a cacheable GET response.

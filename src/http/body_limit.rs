@@ -4,23 +4,23 @@
 //! A declared `Content-Length` over the cap is refused before a byte is read.
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, header};
+use http::{HeaderMap, header};
 use http_body::Body;
 use http_body_util::{BodyExt, Limited};
 
-use super::{deadline::ReadTimeout, errors::HttpResponse, errors::Rejection};
+use super::{deadline::ReadTimeout, refusal::Rejection};
 
 /// Reads `body` up to `limit` bytes.
 pub(crate) async fn collect<B>(
     headers: &HeaderMap,
     body: B,
     limit: usize,
-) -> Result<Bytes, HttpResponse>
+) -> Result<Bytes, Rejection>
 where
     B: Body,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let too_large = || Rejection::BodyTooLarge { limit }.into_response(None);
+    let too_large = || Rejection::BodyTooLarge { limit };
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -31,22 +31,17 @@ where
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(error) if error.is::<http_body_util::LengthLimitError>() => Err(too_large()),
-        Err(error) if error.is::<ReadTimeout>() => {
-            let mut response = Rejection::RequestTimeout.into_response(None);
-            response
-                .headers_mut()
-                .insert(header::CONNECTION, HeaderValue::from_static("close"));
-            Err(response)
-        }
-        Err(_) => {
-            Err(Rejection::InvalidRequest("the request body could not be read").into_response(None))
-        }
+        Err(error) if error.is::<ReadTimeout>() => Err(Rejection::RequestTimeout),
+        Err(_) => Err(Rejection::InvalidRequest(
+            "the request body could not be read",
+        )),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::HeaderValue;
     use http_body_util::Full;
 
     #[tokio::test]
@@ -57,10 +52,10 @@ mod tests {
             "0123456789"
         );
         let refused = collect(&HeaderMap::new(), body(), 9).await.unwrap_err();
-        assert_eq!(refused.status(), http::StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(refused, Rejection::BodyTooLarge { limit: 9 });
         let mut declared = HeaderMap::new();
         declared.insert(header::CONTENT_LENGTH, HeaderValue::from_static("11"));
         let refused = collect(&declared, body(), 10).await.unwrap_err();
-        assert_eq!(refused.status(), http::StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(refused, Rejection::BodyTooLarge { limit: 10 });
     }
 }

@@ -9,7 +9,7 @@
 
 use http::{HeaderValue, StatusCode, header};
 
-use super::errors::HttpResponse;
+use super::refusal::HttpResponse;
 use crate::cache::{CacheSlot, cache_control};
 
 /// Sets `Cache-Control` (and `Vary`) on rmcp's response.

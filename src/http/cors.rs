@@ -3,7 +3,7 @@
 
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 
-use super::errors::{HttpResponse, text_response};
+use super::refusal::{HttpResponse, text_response};
 
 /// Whether `origin` matches an allow-list entry: `scheme://host:port`
 /// exactly, `scheme://host:*` on any port, or `null`.

@@ -24,9 +24,9 @@
 
 use base64::{Engine as _, engine::general_purpose::STANDARD};
 use http::HeaderMap;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::errors::Rejection;
+use super::refusal::Rejection;
 use super::strict_json::StrictValue;
 use crate::rmcp_gaps;
 
@@ -62,12 +62,58 @@ pub(crate) struct Checked {
     pub(crate) id: Option<Value>,
     /// Whether the body had `params`.
     pub(crate) has_params: bool,
+    /// The message as parsed, without its id (a step that reads more of the body reads it
+    /// here, not by parsing the body again).
+    pub(crate) message: Map<String, Value>,
 }
 
-/// A refusal plus the request id to echo, when one was read.
-pub(crate) type Refusal = (Rejection, Option<Value>);
+/// A POST body read as one JSON object, parsed once refusing a repeated key, with its id
+/// taken out: what the rest of the front reads instead of parsing the body again.
+#[derive(Debug)]
+pub(crate) struct Message {
+    /// The request id, to echo in any refusal from here on.
+    pub(crate) id: Option<Value>,
+    /// The message without its id.
+    object: Map<String, Value>,
+}
 
-/// Checks one POST body and its headers.
+/// Reads one POST body: JSON (-32700), not a batch, an object whose id is a string or an
+/// i64 (-32600).
+pub(crate) fn read(body: &[u8]) -> Result<Message, Rejection> {
+    let value = match serde_json::from_slice::<StrictValue>(body) {
+        Ok(StrictValue(value)) => value,
+        // Our visitor's only refusal is a repeated key; anything else is syntax.
+        Err(error) if error.classify() == serde_json::error::Category::Data => {
+            return Err(Rejection::InvalidRequest(
+                "the body repeats a key in one of its objects",
+            ));
+        }
+        Err(_) => return Err(Rejection::ParseError),
+    };
+    let mut object = match value {
+        Value::Object(object) => object,
+        Value::Array(_) => return Err(Rejection::Batch),
+        _ => {
+            return Err(Rejection::InvalidRequest(
+                "the body must be a JSON-RPC request object",
+            ));
+        }
+    };
+    let id = match object.remove("id") {
+        None => None,
+        Some(id @ Value::String(_)) => Some(id),
+        // rmcp reads integer ids as i64.
+        Some(Value::Number(n)) if n.is_i64() => Some(Value::Number(n)),
+        Some(_) => {
+            return Err(Rejection::InvalidRequest(
+                "id must be a string or a 64-bit signed integer",
+            ));
+        }
+    };
+    Ok(Message { id, object })
+}
+
+/// Checks one message (`body`, as [`read`]) and its headers.
 ///
 /// `session_replies`: a JSON-RPC response is the client's answer to a
 /// server-to-client request inside a legacy session (sampling, elicitation);
@@ -75,79 +121,42 @@ pub(crate) type Refusal = (Rejection, Option<Value>);
 pub(crate) fn check(
     headers: &HeaderMap,
     body: &[u8],
+    message: Message,
     supported: &[String],
     session_replies: bool,
-) -> Result<Checked, Refusal> {
-    let value = match serde_json::from_slice::<StrictValue>(body) {
-        Ok(StrictValue(value)) => value,
-        // Our visitor's only refusal is a repeated key; anything else is syntax.
-        Err(error) if error.classify() == serde_json::error::Category::Data => {
-            return Err((
-                Rejection::InvalidRequest("the body repeats a key in one of its objects"),
-                None,
-            ));
-        }
-        Err(_) => return Err((Rejection::ParseError, None)),
-    };
-    let mut object = match value {
-        Value::Object(object) => object,
-        Value::Array(_) => return Err((Rejection::Batch, None)),
-        _ => {
-            return Err((
-                Rejection::InvalidRequest("the body must be a JSON-RPC request object"),
-                None,
-            ));
-        }
-    };
-
-    let id = match object.remove("id") {
-        None => None,
-        Some(id @ Value::String(_)) => Some(id),
-        // rmcp reads integer ids as i64.
-        Some(Value::Number(n)) if n.is_i64() => Some(Value::Number(n)),
-        Some(_) => {
-            return Err((
-                Rejection::InvalidRequest("id must be a string or a 64-bit signed integer"),
-                None,
-            ));
-        }
-    };
-    let refuse = |rejection: Rejection| (rejection, id.clone());
-
+) -> Result<Checked, Rejection> {
+    let Message { id, object } = message;
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err(refuse(Rejection::InvalidRequest(
-            r#"jsonrpc must be "2.0""#,
-        )));
+        return Err(Rejection::InvalidRequest(r#"jsonrpc must be "2.0""#));
     }
     let method = match object.get("method") {
         Some(Value::String(method)) => method.clone(),
-        Some(_) => return Err(refuse(Rejection::InvalidRequest("method must be a string"))),
+        Some(_) => return Err(Rejection::InvalidRequest("method must be a string")),
         None if (object.contains_key("result") || object.contains_key("error"))
             && session_replies =>
         {
-            rmcp_gaps::decodes_like_rmcp(body, false, false).map_err(|gap| refuse(gap.into()))?;
+            rmcp_gaps::decodes_like_rmcp(body, false, false).map_err(Rejection::from)?;
             return Ok(Checked {
                 method: String::new(),
                 name: None,
                 era: Era::Legacy,
                 id,
                 has_params: false,
+                message: object,
             });
         }
         None if object.contains_key("result") || object.contains_key("error") => {
-            return Err(refuse(Rejection::InvalidRequest(
+            return Err(Rejection::InvalidRequest(
                 "a stateless server accepts no JSON-RPC responses",
-            )));
+            ));
         }
-        None => return Err(refuse(Rejection::InvalidRequest("method is required"))),
+        None => return Err(Rejection::InvalidRequest("method is required")),
     };
     let params = match object.get("params") {
         None => None,
         Some(Value::Object(params)) => Some(params),
         Some(_) => {
-            return Err(refuse(Rejection::InvalidParams(
-                "params must be an object".into(),
-            )));
+            return Err(Rejection::InvalidParams("params must be an object".into()));
         }
     };
 
@@ -156,7 +165,7 @@ pub(crate) fn check(
         .and_then(Value::as_str)
         .map(str::to_string);
 
-    let header_version = single_header(headers, "mcp-protocol-version").map_err(&refuse)?;
+    let header_version = single_header(headers, "mcp-protocol-version")?;
     let meta = params.and_then(|p| p.get("_meta"));
     let meta_version = meta.and_then(|m| m.get(VERSION_KEY));
 
@@ -169,13 +178,14 @@ pub(crate) fn check(
     if legacy || id.is_none() {
         let era = if legacy { Era::Legacy } else { Era::Modern };
         rmcp_gaps::decodes_like_rmcp(body, era == Era::Modern, has_params)
-            .map_err(|gap| refuse(gap.into()))?;
+            .map_err(Rejection::from)?;
         return Ok(Checked {
             method,
             name,
             era,
             id,
             has_params,
+            message: object,
         });
     }
 
@@ -184,82 +194,74 @@ pub(crate) fn check(
         && let Some(requested) = &header_version
         && !supported.iter().any(|s| s == requested)
     {
-        return Err(refuse(unsupported(requested, supported)));
+        return Err(unsupported(requested, supported));
     }
 
     // 1. The header is required.
     let Some(header_version) = header_version else {
-        return Err(refuse(Rejection::HeaderMismatch(
+        return Err(Rejection::HeaderMismatch(
             "the MCP-Protocol-Version header is required".into(),
-        )));
+        ));
     };
     // 2. `_meta` must carry the version and the capabilities.
     let meta_version = match (meta_version, meta.and_then(|m| m.get(CAPABILITIES_KEY))) {
         (Some(Value::String(version)), Some(Value::Object(_))) => version,
         _ => {
-            return Err(refuse(Rejection::InvalidParams(format!(
+            return Err(Rejection::InvalidParams(format!(
                 "params._meta must carry {VERSION_KEY} (a string) and {CAPABILITIES_KEY} (an object)"
-            ))));
+            )));
         }
     };
     // ... and its optional keys must have their schema types.
     if let Some(why) = meta.and_then(malformed_optional_meta) {
-        return Err(refuse(Rejection::InvalidParams(why)));
+        return Err(Rejection::InvalidParams(why));
     }
     // 3. Header and body must agree.
     if *meta_version != header_version {
-        return Err(refuse(Rejection::HeaderMismatch(format!(
+        return Err(Rejection::HeaderMismatch(format!(
             "MCP-Protocol-Version {header_version:?} differs from _meta {meta_version:?}"
-        ))));
+        )));
     }
     // 4. The version must be one we serve.
     if !supported.iter().any(|s| s == meta_version) {
-        return Err(refuse(unsupported(meta_version, supported)));
+        return Err(unsupported(meta_version, supported));
     }
     // 5. The routing headers must copy the body.
-    match single_header(headers, "mcp-method").map_err(&refuse)? {
+    match single_header(headers, "mcp-method")? {
         None => {
-            return Err(refuse(Rejection::HeaderMismatch(
+            return Err(Rejection::HeaderMismatch(
                 "the Mcp-Method header is required".into(),
-            )));
+            ));
         }
         Some(m) if m != method => {
-            return Err(refuse(Rejection::HeaderMismatch(format!(
+            return Err(Rejection::HeaderMismatch(format!(
                 "Mcp-Method {m:?} differs from the body's method {method:?}"
-            ))));
+            )));
         }
         Some(_) => {}
     }
     if let (Some(field), Some(expected)) = (name_field(&method), name.as_deref()) {
-        let name = single_header(headers, "mcp-name")
-            .map_err(&refuse)?
-            .ok_or_else(|| {
-                refuse(Rejection::HeaderMismatch(format!(
-                    "the Mcp-Name header is required for {method}"
-                )))
-            })?;
+        let name = single_header(headers, "mcp-name")?.ok_or_else(|| {
+            Rejection::HeaderMismatch(format!("the Mcp-Name header is required for {method}"))
+        })?;
         let decoded = decode_sentinel(&name).ok_or_else(|| {
-            refuse(Rejection::HeaderMismatch(
-                "Mcp-Name has a malformed =?base64?…?= value".into(),
-            ))
+            Rejection::HeaderMismatch("Mcp-Name has a malformed =?base64?…?= value".into())
         })?;
         if decoded != expected {
-            return Err(refuse(Rejection::HeaderMismatch(format!(
+            return Err(Rejection::HeaderMismatch(format!(
                 "Mcp-Name differs from params.{field}"
-            ))));
+            )));
         }
     }
     // 6. Methods 2026-07-28 removed. rmcp 3.11 answers `initialize` in a
     // modern envelope with -32022.
     if REMOVED_METHODS.contains(&method.as_str()) {
-        return Err(refuse(Rejection::MethodNotFound(method)));
+        return Err(Rejection::MethodNotFound(method));
     }
     // The rest of rmcp's decoding gaps show up as refusals and are explained
     // by `Checked::explain_refusal` on the error path only.
     if rmcp_gaps::list_cursor_is_not_a_string(&method, params) {
-        return Err(refuse(Rejection::InvalidParams(
-            "cursor must be a string".into(),
-        )));
+        return Err(Rejection::InvalidParams("cursor must be a string".into()));
     }
     Ok(Checked {
         method,
@@ -267,6 +269,7 @@ pub(crate) fn check(
         era: Era::Modern,
         id,
         has_params,
+        message: object,
     })
 }
 
@@ -378,11 +381,20 @@ mod tests {
         h
     }
 
-    fn refusal(method: &str, body: &str) -> (i32, Option<Value>) {
+    /// Both envelope steps, as the pipeline runs them: a refusal with the id it echoes (none
+    /// when the id was not read).
+    fn envelope(headers: &HeaderMap, body: &str) -> Result<Checked, (Rejection, Option<Value>)> {
         let supported = ["2026-07-28".to_string()];
-        match check(&headers(method), body.as_bytes(), &supported, false) {
+        let message = read(body.as_bytes()).map_err(|rejection| (rejection, None))?;
+        let id = message.id.clone();
+        check(headers, body.as_bytes(), message, &supported, false)
+            .map_err(|rejection| (rejection, id))
+    }
+
+    fn refusal(method: &str, body: &str) -> (i32, Option<Value>) {
+        match envelope(&headers(method), body) {
             Ok(_) => panic!("accepted: {body}"),
-            Err((rejection, id)) => (rejection.json_rpc_code(), id),
+            Err((rejection, id)) => (rejection.json_rpc_code().unwrap(), id),
         }
     }
 
@@ -406,15 +418,7 @@ mod tests {
         let unique = format!(
             r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{META},"x":[{{"a":1}},{{"a":1}}]}}}}"#
         );
-        assert!(
-            check(
-                &headers("tools/list"),
-                unique.as_bytes(),
-                &["2026-07-28".into()],
-                false
-            )
-            .is_ok()
-        );
+        assert!(envelope(&headers("tools/list"), &unique).is_ok());
     }
 
     #[test]
@@ -430,10 +434,9 @@ mod tests {
             );
             let mut h = headers(method);
             h.insert("mcp-name", "5".parse().unwrap());
-            let supported = ["2026-07-28".to_string()];
             // Refused up front (a list cursor), or explained once rmcp has
             // refused the request (its -32601 for a method it knows).
-            let (rejection, id) = match check(&h, body.as_bytes(), &supported, false) {
+            let (rejection, id) = match envelope(&h, &body) {
                 Err(refusal) => refusal,
                 Ok(checked) => {
                     let rejection = checked
@@ -442,7 +445,7 @@ mod tests {
                     (rejection, checked.id)
                 }
             };
-            assert_eq!(rejection.json_rpc_code(), -32602, "{body}");
+            assert_eq!(rejection.json_rpc_code(), Some(-32602), "{body}");
             assert_eq!(id, Some(Value::from("r")));
         }
     }

@@ -3,17 +3,14 @@
 //! hosts. The allow-list itself (`MCP_ALLOWED_HOSTS`, DNS-rebinding guard) and
 //! the `Origin` check are rmcp's, configured in `settings.rs`.
 
-use http::{HeaderMap, StatusCode, header};
+use http::{HeaderMap, header};
 
-use super::errors::{HttpResponse, text_response};
+use super::refusal::Rejection;
 
 /// Refuses a request that repeats `Host`.
-pub(crate) fn check(headers: &HeaderMap) -> Result<(), HttpResponse> {
+pub(crate) fn check(headers: &HeaderMap) -> Result<(), Rejection> {
     if headers.get_all(header::HOST).iter().nth(1).is_some() {
-        return Err(text_response(
-            StatusCode::BAD_REQUEST,
-            "Bad Request: repeated Host header\n",
-        ));
+        return Err(Rejection::RepeatedHost);
     }
     Ok(())
 }

@@ -14,35 +14,33 @@
 use bytes::Bytes;
 use http::request::Parts;
 use rmcp::model::SubscriptionFilter;
+use serde::Deserialize as _;
 use serde_json::Value;
 
 use super::envelope::Checked;
-use super::errors::{HttpResponse, Rejection};
+use super::refusal::Rejection;
 use crate::auth::{Caller, Principal};
 use crate::listen::{ListenRefusal, Listener, TaskIds};
 
 /// Where a request declares the tasks extension (`_meta` client capabilities).
 const TASKS_DECLARED: &str = "/params/_meta/io.modelcontextprotocol~1clientCapabilities/extensions/io.modelcontextprotocol~1tasks";
 
-/// Rewrites the body's filter to the accepted one and stores the plan in `parts`; returns the
-/// body for rmcp and the accepted `taskIds` (`None` when none were asked for).
+/// Rewrites the message's filter to the accepted one and stores the plan in `parts`; returns the
+/// body for rmcp, written from the message the envelope step parsed (taken out of `checked`),
+/// and the accepted `taskIds` (`None` when none were asked for).
 pub(super) async fn prepare(
     listener: &Listener,
     parts: &mut Parts,
-    body: Bytes,
-    checked: &Checked,
-) -> Result<(Bytes, Option<Vec<String>>), HttpResponse> {
-    let Ok(mut message) = serde_json::from_slice::<Value>(&body) else {
-        return Ok((body, None));
-    };
-    let refuse = |rejection: Rejection| rejection.into_response(checked.id.as_ref());
+    checked: &mut Checked,
+) -> Result<(Bytes, Option<Vec<String>>), Rejection> {
+    let mut message = Value::Object(std::mem::take(&mut checked.message));
     let Some(requested) = message
         .pointer("/params/notifications")
-        .and_then(|f| serde_json::from_value::<SubscriptionFilter>(f.clone()).ok())
+        .and_then(|f| SubscriptionFilter::deserialize(f).ok())
     else {
-        return Err(refuse(Rejection::InvalidParams(
+        return Err(Rejection::InvalidParams(
             "params.notifications must be a subscription filter object".into(),
-        )));
+        ));
     };
     let tasks = TaskIds {
         ids: match message.pointer("/params/notifications/taskIds") {
@@ -53,9 +51,9 @@ pub(super) async fn prepare(
                     .collect(),
             ),
             Some(_) => {
-                return Err(refuse(Rejection::InvalidParams(
+                return Err(Rejection::InvalidParams(
                     "params.notifications.taskIds must be an array of task ids (strings)".into(),
-                )));
+                ));
             }
         },
         declared: message
@@ -66,31 +64,17 @@ pub(super) async fn prepare(
     let (accepted, plan) = listener
         .plan(&requested, &tasks, &caller)
         .await
-        .map_err(|refusal| match refusal {
-            ListenRefusal::Unavailable(error) => {
+        .inspect_err(|refusal| {
+            if let ListenRefusal::Unavailable(error) = refusal {
                 // The backend's words (table, account, role) stay in the log.
                 tracing::warn!(%error, "listen refused: the change feed is unavailable");
-                refuse(Rejection::Unavailable(
-                    "the change feed is unavailable; try again shortly".into(),
-                ))
             }
-            ListenRefusal::TooManyStreams => refuse(Rejection::Unavailable(refusal.to_string())),
-            ListenRefusal::TooManyStreamsForCaller { max } => refuse(Rejection::CallerLimit {
-                why: refusal.to_string(),
-                limit: max,
-                // A stream ends within MCP_LISTEN_MAX_SECS, often much sooner.
-                retry_after_secs: 10,
-            }),
-            ListenRefusal::TasksNotDeclared => refuse(Rejection::MissingCapability {
-                required: serde_json::json!({
-                    "extensions": { crate::tasks::EXTENSION: {} }
-                }),
-                why: refusal.to_string(),
-            }),
-            other => refuse(Rejection::InvalidParams(other.to_string())),
         })?;
     message["params"]["notifications"] =
         serde_json::to_value(&accepted.filter).expect("a filter always serializes");
+    if let Some(id) = &checked.id {
+        message["id"] = id.clone();
+    }
     parts.extensions.insert(plan);
     Ok((
         Bytes::from(serde_json::to_vec(&message).expect("a JSON value always serializes")),

@@ -5,7 +5,7 @@
 
 use http::{HeaderMap, header};
 
-use super::errors::Rejection;
+use super::refusal::Rejection;
 use crate::rmcp_gaps;
 
 /// Checks both headers; on success the `Accept` rmcp will see names both types.

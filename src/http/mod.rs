@@ -19,15 +19,10 @@
 //! | 9. cache headers | `cache_headers.rs` | — |
 //! | 10. CORS | `cors.rs` | — |
 //!
-//! A JSON-RPC refusal is one [`Rejection`](errors::Rejection) (`errors.rs`);
-//! the origin secret's 403, the repeated `Host` 400 and the route's 404/405 are
-//! plain text, and auth refuses with its challenge. `settings.rs` reads the
-//! front's variables.
-
-// A step refuses by returning the response to send, so `Err` is an HTTP response
-// (128 bytes): boxing it would allocate on every refusal to save a memcpy that
-// the happy path never makes.
-#![allow(clippy::result_large_err)]
+//! Every step refuses with one type, [`Rejection`] (`refusal.rs`), whose variant knows its
+//! status, JSON-RPC code and data; the pipeline answers it in one place. The origin secret's
+//! 403, the repeated `Host` 400 and the route's 404/405 are plain text, auth's 401/403 its
+//! challenge. `settings.rs` reads the front's variables.
 
 mod bearer;
 mod body_limit;
@@ -35,7 +30,6 @@ mod cache_headers;
 mod cors;
 mod deadline;
 mod envelope;
-pub mod errors;
 mod host;
 pub(crate) mod in_process;
 mod listen;
@@ -43,6 +37,7 @@ mod media_types;
 mod metering;
 mod origin_secret;
 mod pipeline;
+mod refusal;
 mod settings;
 mod strict_json;
 mod task_round;
@@ -53,4 +48,5 @@ pub use origin_secret::OriginSecret;
 pub(crate) use origin_secret::OriginSecretCheck;
 pub(crate) use pipeline::Front;
 pub use pipeline::McpService;
+pub use refusal::{AuthChallenge, HttpResponse, Rejection};
 pub use settings::HttpSettings;

@@ -23,10 +23,10 @@
 //! | `MCP_ORIGIN_SECRET` | none | a secret the CDN in front (CloudFront) adds to every request as a header; when set, requests without it get 403 |
 //! | `MCP_ORIGIN_SECRET_HEADER` | `x-origin-secret` | the header that carries `MCP_ORIGIN_SECRET` |
 
-use http::{HeaderMap, HeaderName, StatusCode};
+use http::{HeaderMap, HeaderName};
 use ring::hmac;
 
-use super::errors::{HttpResponse, text_response};
+use super::refusal::Rejection;
 use crate::env::{ConfigError, Env};
 
 /// A secret header that a CDN in front of the function adds to every request
@@ -187,7 +187,7 @@ impl OriginSecretCheck {
 pub(crate) fn check(
     check: Option<&OriginSecretCheck>,
     headers: &mut HeaderMap,
-) -> Result<(), HttpResponse> {
+) -> Result<(), Rejection> {
     let Some(check) = check else {
         return Ok(());
     };
@@ -206,10 +206,7 @@ pub(crate) fn check(
         header = %check.header,
         "request did not come through the CDN"
     );
-    Err(text_response(
-        StatusCode::FORBIDDEN,
-        "Forbidden: this server is reached through its CDN\n",
-    ))
+    Err(Rejection::NotThroughCdn)
 }
 
 #[cfg(test)]
@@ -251,7 +248,7 @@ mod tests {
             &["s3cret-from-cloudfront", "s3cret-from-cloudfront"],
         ] {
             let refusal = check(Some(&secret), &mut headers(values)).unwrap_err();
-            assert_eq!(refusal.status(), StatusCode::FORBIDDEN, "{values:?}");
+            assert_eq!(refusal, Rejection::NotThroughCdn, "{values:?}");
         }
     }
 

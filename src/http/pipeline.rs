@@ -1,6 +1,6 @@
 //! The front pipeline: every check a request goes through, in order, in one
 //! place. Each step is one file of this module with its own settings, and
-//! refuses by returning the response to send.
+//! refuses with a [`Rejection`], answered here.
 //!
 //! | request | answer |
 //! |---|---|
@@ -30,14 +30,15 @@ use rmcp::{
         StreamableHttpService, streamable_http_server::session::local::LocalSessionManager,
     },
 };
+use serde_json::Value;
 use tracing::Instrument as _;
 
 use super::{
     bearer, body_limit, cache_headers, cors,
     envelope::{self, Checked, Era},
-    errors::{HttpResponse, text_response},
     host, listen, media_types, metering,
     origin_secret::{self, OriginSecretCheck},
+    refusal::{HttpResponse, Rejection, text_response},
     settings::HttpSettings,
     trace_context,
 };
@@ -125,15 +126,18 @@ where
             && request.uri().path() == self.front.settings.path
         {
             let Some(tasks) = self.front.tasks.clone().filter(|t| !t.runs_locally()) else {
-                return Box::pin(std::future::ready(Ok(text_response(
-                    StatusCode::NOT_FOUND,
-                    "Not Found: this server runs no task rounds for others\n",
-                ))));
+                let refusal =
+                    Rejection::NotFound("Not Found: this server runs no task rounds for others\n");
+                return Box::pin(std::future::ready(Ok(refusal.into_response(None))));
             };
             let lease = tasks.lease();
             return Box::pin(
-                worker_route(tasks, lease, request)
-                    .instrument(tracing::info_span!("mcp.task_round")),
+                async move {
+                    Ok(worker_route(tasks, lease, request)
+                        .await
+                        .unwrap_or_else(|refusal| refusal.into_response(None)))
+                }
+                .instrument(tracing::info_span!("mcp.task_round")),
             );
         }
         // 0b. The caller's trace id (a valid `traceparent` only) and, metrics on, the record.
@@ -144,6 +148,7 @@ where
         if let Err(refusal) =
             origin_secret::check(self.front.origin_secret.as_ref(), request.headers_mut())
         {
+            let refusal = refusal.into_response(None);
             let refusal = match metered {
                 Some(started) => metering::finish(started, refusal),
                 None => refusal,
@@ -163,7 +168,10 @@ where
         );
         Box::pin(
             async move {
-                let response = this.route(request).await;
+                let response = this
+                    .route(request)
+                    .await
+                    .unwrap_or_else(|refusal| refusal.into_response(None));
                 tracing::Span::current().record("status", response.status().as_u16());
                 tracing::debug!("answered");
                 Ok(match metered {
@@ -179,15 +187,13 @@ where
 impl<H: ServerHandler> McpService<H> {
     /// Step 2, one `Host`; step 3, the route. On the MCP path, steps 4–9
     /// ([`mcp_post`](Self::mcp_post)) and then step 10, CORS on whatever came back.
-    async fn route<B>(self, request: Request<B>) -> HttpResponse
+    async fn route<B>(self, request: Request<B>) -> Result<HttpResponse, Rejection>
     where
         B: Body + Send + 'static,
         B::Data: Send,
         B::Error: Display + Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        if let Err(refusal) = host::check(request.headers()) {
-            return refusal;
-        }
+        host::check(request.headers())?;
         let settings = &self.front.settings;
         let path = request.uri().path();
         if path == settings.path {
@@ -195,34 +201,53 @@ impl<H: ServerHandler> McpService<H> {
             let response = match *request.method() {
                 Method::POST => {
                     let (parts, body) = request.into_parts();
-                    self.mcp_post(parts, body)
-                        .await
-                        .unwrap_or_else(|refusal| refusal)
+                    self.mcp_post(parts, body).await
                 }
                 Method::OPTIONS => cors::preflight(),
                 Method::GET | Method::DELETE if settings.legacy_sessions => {
                     self.rmcp.handle(request).await
                 }
-                _ => method_not_allowed(),
+                _ => Rejection::MethodNotAllowed.into_response(None),
             };
-            return cors::apply(response, origin, &self.front.settings.allowed_origins);
+            return Ok(cors::apply(
+                response,
+                origin,
+                &self.front.settings.allowed_origins,
+            ));
         }
         match (request.method(), path) {
-            (&Method::GET | &Method::HEAD, "/healthz") => text_response(StatusCode::OK, "ok\n"),
+            (&Method::GET | &Method::HEAD, "/healthz") => Ok(text_response(StatusCode::OK, "ok\n")),
             (&Method::GET | &Method::HEAD, path)
                 if metadata::is_metadata_path(path, &settings.path) =>
             {
                 match &self.front.auth {
-                    Some(auth) => bearer::metadata_response(auth),
-                    None => text_response(StatusCode::NOT_FOUND, "Not Found: auth is off\n"),
+                    Some(auth) => Ok(bearer::metadata_response(auth)),
+                    None => Err(Rejection::NotFound("Not Found: auth is off\n")),
                 }
             }
-            _ => text_response(StatusCode::NOT_FOUND, "Not Found\n"),
+            _ => Err(Rejection::NotFound("Not Found\n")),
         }
     }
 
-    /// One MCP POST, step by step; `Err` is a refusal, sent as it is.
-    async fn mcp_post<B>(&self, mut parts: Parts, body: B) -> Result<HttpResponse, HttpResponse>
+    /// One MCP POST: its steps, and a refusal answered with the id the envelope step read.
+    async fn mcp_post<B>(&self, parts: Parts, body: B) -> HttpResponse
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Display + Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let mut id = None;
+        let answer = self.mcp_steps(parts, body, &mut id).await;
+        answer.unwrap_or_else(|refusal| refusal.into_response(id.as_ref()))
+    }
+
+    /// Steps 4–10 of one MCP POST, in order; `id` is the request's once step 6 has read it.
+    async fn mcp_steps<B>(
+        &self,
+        mut parts: Parts,
+        body: B,
+        id: &mut Option<Value>,
+    ) -> Result<HttpResponse, Rejection>
     where
         B: Body + Send + 'static,
         B::Data: Send,
@@ -230,12 +255,15 @@ impl<H: ServerHandler> McpService<H> {
     {
         let front = &*self.front;
         // 4. Media types: a JSON body, an Accept that allows JSON and SSE (415, 406).
-        media_types::check(&mut parts.headers).map_err(|r| r.into_response(None))?;
+        media_types::check(&mut parts.headers)?;
         // 5. The body, capped and on time (413, 408).
         let body = body_limit::collect(&parts.headers, body, front.settings.max_body_bytes).await?;
-        // 6. The JSON-RPC and MCP envelope, in the spec's order (-32700 … -32601).
+        // 6. The JSON-RPC and MCP envelope, in the spec's order (-32700 … -32601): the body
+        //    parsed once, then checked against the headers.
         rmcp_gaps::trim_mcp_headers(&mut parts.headers);
-        let checked = self.envelope(&parts, &body)?;
+        let message = envelope::read(&body)?;
+        id.clone_from(&message.id);
+        let mut checked = self.envelope(&parts, &body, message)?;
         // 7. Auth on the method and name the body names (401, 403).
         if let Some(auth) = &front.auth {
             bearer::authorize(auth, &mut parts, &checked.method, checked.name.as_deref()).await?;
@@ -245,7 +273,7 @@ impl<H: ServerHandler> McpService<H> {
             Some(listener)
                 if checked.method == "subscriptions/listen" && checked.era == Era::Modern =>
             {
-                listen::prepare(listener, &mut parts, body, &checked).await?
+                listen::prepare(listener, &mut parts, &mut checked).await?
             }
             _ => (body, None),
         };
@@ -269,16 +297,21 @@ impl<H: ServerHandler> McpService<H> {
         Ok(cache_headers::apply(response, &slot))
     }
 
-    fn envelope(&self, parts: &Parts, body: &Bytes) -> Result<Checked, HttpResponse> {
+    fn envelope(
+        &self,
+        parts: &Parts,
+        body: &Bytes,
+        message: envelope::Message,
+    ) -> Result<Checked, Rejection> {
         let session_replies =
             self.front.settings.legacy_sessions && parts.headers.contains_key("mcp-session-id");
         let checked = envelope::check(
             &parts.headers,
             body,
+            message,
             &self.front.supported_versions,
             session_replies,
-        )
-        .map_err(|(rejection, id)| rejection.into_response(id.as_ref()))?;
+        )?;
         let span = tracing::Span::current();
         span.record("mcp.method", checked.method.as_str());
         if let Some(name) = checked.name.as_deref() {
@@ -303,7 +336,7 @@ impl<H: ServerHandler> McpService<H> {
         parts: Parts,
         body: Bytes,
         checked: &Checked,
-    ) -> Result<HttpResponse, HttpResponse> {
+    ) -> Result<HttpResponse, Rejection> {
         let response = self
             .rmcp
             .handle(Request::from_parts(parts, Full::new(body.clone())))
@@ -311,7 +344,7 @@ impl<H: ServerHandler> McpService<H> {
         if !response.status().is_success()
             && let Some(rejection) = checked.explain_refusal(&body, response.status())
         {
-            return Err(rejection.into_response(checked.id.as_ref()));
+            return Err(rejection);
         }
         Ok(response)
     }
@@ -374,18 +407,13 @@ async fn worker_route<B>(
     tasks: Arc<Tasks>,
     lease: std::time::Duration,
     request: Request<B>,
-) -> Result<HttpResponse, Infallible>
+) -> Result<HttpResponse, Rejection>
 where
     B: Body + Send + 'static,
     B::Data: Send,
     B::Error: Display + Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let forbidden = || {
-        Ok(text_response(
-            StatusCode::FORBIDDEN,
-            "Forbidden: not a task round this server handed out\n",
-        ))
-    };
+    let forbidden = || Err(Rejection::ForgedTaskRound);
     let (parts, body) = request.into_parts();
     let token = parts
         .headers
@@ -434,15 +462,4 @@ where
         .header(header::CONTENT_TYPE, "application/json")
         .body(Full::new(Bytes::from(serde_json::json!({ "ran": ran }).to_string())).boxed())
         .expect("static parts are valid"))
-}
-
-fn method_not_allowed() -> HttpResponse {
-    let mut response = text_response(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "Method Not Allowed: POST only\n",
-    );
-    response
-        .headers_mut()
-        .insert(header::ALLOW, HeaderValue::from_static("POST"));
-    response
 }

@@ -29,8 +29,9 @@ use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use futures::future::{BoxFuture, FutureExt};
 
-use super::{Change, ChangeFeed, Changes, FeedError, ListKind, Mark, Observed, OpenError, Watch};
+use super::{Change, ChangeFeed, Changes, FeedError, ListKind, Mark, Observed, STORE, Watch};
 use crate::aws::AwsTimeouts;
+use crate::aws::TableError;
 use crate::aws::item::{Item, n, number, text};
 
 /// How long a resource's feed item outlives its last publish (the table's TTL sweeps it).
@@ -52,15 +53,9 @@ pub struct DynamoDbFeed {
     copy: usize,
 }
 
-pub(super) async fn open(table: &str, timeouts: &AwsTimeouts) -> Result<Changes, OpenError> {
+pub(super) async fn open(table: &str, timeouts: &AwsTimeouts) -> Result<Changes, TableError> {
     // The handle store's client: one connection pool, warmed at start-up by its first read.
-    let sdk = crate::aws::shared_config(timeouts).await;
-    if sdk.region().is_none() {
-        return Err(OpenError::Table {
-            table: table.to_owned(),
-            reason: "no AWS region; set AWS_REGION (Lambda sets it)".into(),
-        });
-    }
+    let sdk = crate::aws::regional_config(timeouts, STORE, table).await?;
     Ok(Changes::new(DynamoDbFeed::new(
         crate::aws::dynamodb_client(&sdk),
         table,

@@ -54,7 +54,10 @@ pub use feed::{Change, ChangeFeed, Changes, FeedError, ListKind, Mark, Observed,
 pub use memory::{MAX_MEMORY_ITEMS, MemoryFeed};
 pub(crate) use plan::{Announced, ListenPlan, Listener, TaskIds};
 pub use plan::{ListenRefusal, ResourceWatch};
-pub use settings::{ListenSettings, OpenError};
+pub use settings::ListenSettings;
+
+/// The change feed, as [`TableError`](crate::aws::TableError) names it.
+const STORE: &str = "change feed";
 pub use stream::StreamLimits;
 
 #[cfg(feature = "dynamodb")]

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Changes, MemoryFeed};
+use crate::aws::TableError;
 use crate::env::{ConfigError, Env};
 use crate::handles::{HandleSettings, HandleStore};
 
@@ -41,20 +42,6 @@ impl Default for ListenSettings {
             max_streams_per_caller: 10,
         }
     }
-}
-
-/// Why the change feed could not be opened.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum OpenError {
-    /// The table is unusable for the feed.
-    #[error("cannot use DynamoDB table {table} for the change feed: {reason}")]
-    Table {
-        /// The table.
-        table: String,
-        /// What is wrong and what to do.
-        reason: String,
-    },
 }
 
 impl ListenSettings {
@@ -112,15 +99,16 @@ impl ListenSettings {
         &self,
         handles: &HandleSettings,
         store: Arc<dyn HandleStore>,
-    ) -> Result<Changes, OpenError> {
+    ) -> Result<Changes, TableError> {
         match &handles.table {
             #[cfg(feature = "dynamodb")]
             Some(table) => super::dynamodb::open(table, &handles.timeouts).await,
             #[cfg(not(feature = "dynamodb"))]
-            Some(table) => Err(OpenError::Table {
-                table: table.clone(),
-                reason: "this build lacks the `dynamodb` feature".into(),
-            }),
+            Some(table) => Err(TableError::new(
+                super::STORE,
+                table,
+                "this build lacks the `dynamodb` feature",
+            )),
             None => Ok(Changes::new(MemoryFeed::new(Some(store)))),
         }
     }

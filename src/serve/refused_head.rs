@@ -12,6 +12,8 @@ use std::{
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use crate::http::Rejection;
+
 /// hyper's limit on header fields (its default), which also answers 431.
 const MAX_HEADERS: usize = 100;
 
@@ -40,21 +42,13 @@ impl<S> RefusedHead<S> {
         self.inner
     }
 
-    /// The whole `431` answer, as the front words a size refusal.
+    /// The whole `431` answer: the front's refusal for an oversized head.
     fn answer(&self) -> Vec<u8> {
-        let body = serde_json::json!({
-            "jsonrpc": "2.0",
-            "error": {
-                "code": -32600,
-                "message": format!(
-                    "Invalid Request: the request head is too large (at most {} bytes and \
-                     {MAX_HEADERS} header fields)",
-                    self.limit
-                ),
-                "data": { "limit": self.limit },
-            },
-        })
-        .to_string();
+        let refusal = Rejection::HeadTooLarge {
+            limit: self.limit,
+            max_fields: MAX_HEADERS,
+        };
+        let body = refusal.json_rpc_body(None).to_string();
         format!(
             "HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n\
              content-length: {}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n{body}",

@@ -6,6 +6,10 @@ use std::time::Duration;
 #[cfg(all(feature = "dynamodb", feature = "aws-secrets"))]
 use super::LambdaDispatch;
 use super::{Dispatch, TaskStore, Tasks};
+use crate::aws::TableError;
+
+/// The task store, as [`TableError`] names it.
+const STORE: &str = "task store";
 
 /// Task settings (`MCP_TASK_*`).
 ///
@@ -94,42 +98,42 @@ impl TaskSettings {
     pub async fn open(
         &self,
         handles: &crate::handles::HandleSettings,
-    ) -> Result<Arc<Tasks>, crate::handles::OpenError> {
+    ) -> Result<Arc<Tasks>, TableError> {
         let on_lambda = std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some();
         if on_lambda && handles.table.is_none() {
-            return Err(crate::handles::OpenError::Table {
-                table: "(MCP_HANDLES_TABLE is not set)".into(),
-                reason: "tasks on Lambda need a store every invocation shares: set \
-                         MCP_HANDLES_TABLE, or leave tasks off"
-                    .into(),
-            });
+            return Err(TableError::new(
+                STORE,
+                "(MCP_HANDLES_TABLE is not set)",
+                "tasks on Lambda need a store every invocation shares: set \
+                         MCP_HANDLES_TABLE, or leave tasks off",
+            ));
         }
         let store: Arc<dyn TaskStore> = match &handles.table {
             #[cfg(feature = "dynamodb")]
             Some(table) => {
-                let sdk = crate::aws::shared_config(&handles.timeouts).await;
+                let sdk = crate::aws::regional_config(&handles.timeouts, STORE, table).await?;
                 let store = Arc::new(super::DynamoDbTaskStore::new(
                     crate::aws::dynamodb_client(&sdk),
                     table.clone(),
                 ));
                 #[cfg(not(feature = "aws-secrets"))]
                 if on_lambda {
-                    return Err(crate::handles::OpenError::Table {
-                        table: table.clone(),
-                        reason: "tasks on Lambda hand rounds to the Lambda service with a signed \
-                                 Invoke, which needs the `aws-secrets` feature"
-                            .into(),
-                    });
+                    return Err(TableError::new(
+                        STORE,
+                        table,
+                        "tasks on Lambda hand rounds to the Lambda service with a signed \
+                                 Invoke, which needs the `aws-secrets` feature",
+                    ));
                 }
                 #[cfg(feature = "aws-secrets")]
                 if on_lambda {
                     let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").map_err(|_| {
-                        crate::handles::OpenError::Table {
-                            table: table.clone(),
-                            reason: "AWS_LAMBDA_FUNCTION_NAME is not set (Lambda sets it): \
-                                     rounds are handed to this function"
-                                .into(),
-                        }
+                        TableError::new(
+                            STORE,
+                            table,
+                            "AWS_LAMBDA_FUNCTION_NAME is not set (Lambda sets it): \
+                                     rounds are handed to this function",
+                        )
                     })?;
                     let dispatch =
                         Dispatch::Lambda(LambdaDispatch::new(function, &sdk, &handles.timeouts));
@@ -139,10 +143,11 @@ impl TaskSettings {
             }
             #[cfg(not(feature = "dynamodb"))]
             Some(table) => {
-                return Err(crate::handles::OpenError::Table {
-                    table: table.clone(),
-                    reason: "this build lacks the `dynamodb` feature".into(),
-                });
+                return Err(TableError::new(
+                    STORE,
+                    table,
+                    "this build lacks the `dynamodb` feature",
+                ));
             }
             None => Arc::new(super::MemoryTaskStore::new()),
         };

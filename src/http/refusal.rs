@@ -1,7 +1,16 @@
-//! Every refusal the HTTP front answers itself, with its status and JSON-RPC code.
+//! [`Rejection`]: every refusal the front answers itself, one type for all its steps.
+//!
+//! Each step of the pipeline returns `Result<_, Rejection>`; the pipeline turns a refusal into
+//! its answer in one place ([`Rejection::into_response`]), echoing the JSON-RPC id once the
+//! envelope step has read it. Each variant knows its status, its JSON-RPC code (when the answer
+//! is a JSON-RPC error), its data and its headers, as axum's rejections do. Decisions made
+//! outside the front convert into it: the listen plan's [`ListenRefusal`] and auth's
+//! [`Refusal`](crate::auth::Refusal) (through [`AuthChallenge`]).
 //!
 //! The statuses follow MCP 2026-07-28 §3–4; where the spec leaves a status
-//! open (-32700, -32600) we answer 400, as the spec's reference fixture does.
+//! open (-32700, -32600) we answer 400, as the spec's reference fixture does. The refusals made
+//! before the MCP path is known (origin secret, `Host`, routes) are plain text: no JSON-RPC
+//! client sent them.
 
 use std::convert::Infallible;
 
@@ -9,6 +18,8 @@ use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use serde_json::{Value, json};
+
+use crate::listen::ListenRefusal;
 
 /// The response type of the whole service.
 pub type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
@@ -25,10 +36,36 @@ pub(crate) mod code {
     pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32022;
 }
 
-/// A request the front refuses before it reaches rmcp.
+/// A request the front refuses: what every step returns, with its status, JSON-RPC code and
+/// data.
+///
+/// ```
+/// use mcp_lambda::http::Rejection;
+///
+/// let refusal = Rejection::BodyTooLarge { limit: 1024 };
+/// assert_eq!(refusal.status(), http::StatusCode::PAYLOAD_TOO_LARGE);
+/// assert_eq!(refusal.json_rpc_code(), Some(-32600));
+/// let answer = refusal.into_response(Some(&serde_json::json!(7)));
+/// assert_eq!(answer.headers()["cache-control"], "no-store");
+/// assert_eq!(Rejection::RepeatedHost.json_rpc_code(), None);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Rejection {
+    /// The CDN's origin secret is missing or wrong (403, plain text).
+    NotThroughCdn,
+    /// The request repeats `Host` (400, plain text).
+    RepeatedHost,
+    /// Nothing is served here (404, plain text); the text says what.
+    NotFound(&'static str),
+    /// The MCP path takes `POST` only (405, plain text, `Allow: POST`).
+    MethodNotAllowed,
+    /// A task round whose token this server did not hand out, or that has expired (403,
+    /// plain text).
+    ForgedTaskRound,
+    /// No usable bearer token, or one without the scopes the operation needs (401 or 403,
+    /// `WWW-Authenticate`, and RFC 6750's error object as the body).
+    Unauthorized(AuthChallenge),
     /// The body is not JSON (400, -32700).
     ParseError,
     /// The body is a JSON array: MCP has no batches (400, -32600).
@@ -40,11 +77,19 @@ pub enum Rejection {
         /// The cap in bytes.
         limit: usize,
     },
+    /// The request head exceeds what the local server reads (431, -32600, `Connection:
+    /// close`).
+    HeadTooLarge {
+        /// The cap on the head in bytes.
+        limit: usize,
+        /// The cap on header fields.
+        max_fields: usize,
+    },
     /// `Content-Type` is not `application/json` (415, -32600).
     UnsupportedMediaType,
     /// `Accept` excludes JSON or SSE (406, -32600).
     NotAcceptable,
-    /// The body did not arrive within the read timeout (408, -32600).
+    /// The body did not arrive within the read timeout (408, -32600, `Connection: close`).
     RequestTimeout,
     /// A required MCP header is missing, differs from the body, or is malformed (400, -32020).
     HeaderMismatch(String),
@@ -83,6 +128,17 @@ pub enum Rejection {
     },
 }
 
+/// An auth refusal as the client is told it: 401 or 403, the RFC 6750 challenge for
+/// `WWW-Authenticate`, and the error object for the body. Built by the auth step from
+/// [`Refusal`](crate::auth::Refusal) and the [`Authenticator`](crate::auth::Authenticator)'s
+/// settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuthChallenge {
+    pub(crate) status: StatusCode,
+    pub(crate) www_authenticate: HeaderValue,
+    pub(crate) body: Value,
+}
+
 impl From<crate::rmcp_gaps::Gap> for Rejection {
     fn from(gap: crate::rmcp_gaps::Gap) -> Self {
         match gap {
@@ -96,28 +152,70 @@ impl From<crate::rmcp_gaps::Gap> for Rejection {
     }
 }
 
+impl From<ListenRefusal> for Rejection {
+    fn from(refusal: ListenRefusal) -> Self {
+        match refusal {
+            // The backend's words (table, account, role) stay in the log (`http/listen.rs`).
+            ListenRefusal::Unavailable(_) => {
+                Self::Unavailable("the change feed is unavailable; try again shortly".into())
+            }
+            ListenRefusal::TooManyStreams => Self::Unavailable(refusal.to_string()),
+            ListenRefusal::TooManyStreamsForCaller { max } => Self::CallerLimit {
+                why: refusal.to_string(),
+                limit: max,
+                // A stream ends within MCP_LISTEN_MAX_SECS, often much sooner.
+                retry_after_secs: 10,
+            },
+            ListenRefusal::TasksNotDeclared => Self::MissingCapability {
+                required: json!({ "extensions": { crate::tasks::EXTENSION: {} } }),
+                why: refusal.to_string(),
+            },
+            other => Self::InvalidParams(other.to_string()),
+        }
+    }
+}
+
 impl Rejection {
     /// The HTTP status of the refusal.
     pub fn status(&self) -> StatusCode {
         match self {
+            Self::NotThroughCdn | Self::ForgedTaskRound => StatusCode::FORBIDDEN,
+            Self::NotFound(_) | Self::MethodNotFound(_) => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Unauthorized(challenge) => challenge.status,
             Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::HeadTooLarge { .. } => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::NotAcceptable => StatusCode::NOT_ACCEPTABLE,
             Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
-            Self::MethodNotFound(_) => StatusCode::NOT_FOUND,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::CallerLimit { .. } => StatusCode::TOO_MANY_REQUESTS,
-            _ => StatusCode::BAD_REQUEST,
+            Self::RepeatedHost
+            | Self::ParseError
+            | Self::Batch
+            | Self::InvalidRequest(_)
+            | Self::HeaderMismatch(_)
+            | Self::InvalidParams(_)
+            | Self::UnsupportedVersion { .. }
+            | Self::MissingCapability { .. } => StatusCode::BAD_REQUEST,
         }
     }
 
-    /// The JSON-RPC error code of the refusal.
-    pub fn json_rpc_code(&self) -> i32 {
-        match self {
+    /// The JSON-RPC error code of the refusal; `None` when the answer is not a JSON-RPC error
+    /// (the plain-text refusals and auth's challenge).
+    pub fn json_rpc_code(&self) -> Option<i32> {
+        Some(match self {
+            Self::NotThroughCdn
+            | Self::RepeatedHost
+            | Self::NotFound(_)
+            | Self::MethodNotAllowed
+            | Self::ForgedTaskRound
+            | Self::Unauthorized(_) => return None,
             Self::ParseError => code::PARSE_ERROR,
             Self::Batch
             | Self::InvalidRequest(_)
             | Self::BodyTooLarge { .. }
+            | Self::HeadTooLarge { .. }
             | Self::UnsupportedMediaType
             | Self::NotAcceptable
             | Self::RequestTimeout
@@ -128,7 +226,19 @@ impl Rejection {
             Self::MissingCapability { .. } => code::MISSING_REQUIRED_CLIENT_CAPABILITY,
             Self::MethodNotFound(_) => code::METHOD_NOT_FOUND,
             Self::Unavailable(_) => code::INTERNAL_ERROR,
-        }
+        })
+    }
+
+    /// The plain-text answer, for the refusals that have one.
+    fn text(&self) -> Option<&'static str> {
+        Some(match self {
+            Self::NotThroughCdn => "Forbidden: this server is reached through its CDN\n",
+            Self::RepeatedHost => "Bad Request: repeated Host header\n",
+            Self::NotFound(text) => text,
+            Self::MethodNotAllowed => "Method Not Allowed: POST only\n",
+            Self::ForgedTaskRound => "Forbidden: not a task round this server handed out\n",
+            _ => return None,
+        })
     }
 
     fn message(&self) -> String {
@@ -142,6 +252,10 @@ impl Rejection {
             Self::BodyTooLarge { limit } => {
                 format!("Invalid Request: the body exceeds {limit} bytes")
             }
+            Self::HeadTooLarge { limit, max_fields } => format!(
+                "Invalid Request: the request head is too large (at most {limit} bytes and \
+                 {max_fields} header fields)"
+            ),
             Self::UnsupportedMediaType => {
                 "Invalid Request: Content-Type must be application/json".into()
             }
@@ -164,6 +278,12 @@ impl Rejection {
             Self::MethodNotFound(method) => format!("Method not found: {method}"),
             Self::Unavailable(why) => format!("Unavailable: {why}"),
             Self::CallerLimit { why, .. } => format!("Too many requests: {why}"),
+            Self::NotThroughCdn
+            | Self::RepeatedHost
+            | Self::NotFound(_)
+            | Self::MethodNotAllowed
+            | Self::ForgedTaskRound
+            | Self::Unauthorized(_) => self.text().unwrap_or("").trim_end().to_owned(),
         }
     }
 
@@ -173,9 +293,9 @@ impl Rejection {
                 requested,
                 supported,
             } => Some(json!({ "supported": supported, "requested": requested })),
-            Self::BodyTooLarge { limit } | Self::CallerLimit { limit, .. } => {
-                Some(json!({ "limit": limit }))
-            }
+            Self::BodyTooLarge { limit }
+            | Self::HeadTooLarge { limit, .. }
+            | Self::CallerLimit { limit, .. } => Some(json!({ "limit": limit })),
             Self::MethodNotFound(method) => Some(json!({ "method": method })),
             Self::MissingCapability { required, .. } => {
                 Some(json!({ "requiredCapabilities": required }))
@@ -184,8 +304,8 @@ impl Rejection {
         }
     }
 
-    /// The HTTP response: a JSON-RPC error that echoes `id` when it was read.
-    pub fn into_response(self, id: Option<&Value>) -> HttpResponse {
+    /// The JSON-RPC error message answering this refusal, echoing `id` when it was read.
+    pub(crate) fn json_rpc_body(&self, id: Option<&Value>) -> Value {
         let mut error = json!({ "code": self.json_rpc_code(), "message": self.message() });
         if let Some(data) = self.data() {
             error["data"] = data;
@@ -194,10 +314,33 @@ impl Rejection {
         if let Some(id) = id {
             body["id"] = id.clone();
         }
-        let mut response = json_response(self.status(), &body);
-        response
-            .headers_mut()
-            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        body
+    }
+
+    /// The HTTP response: plain text, auth's challenge, or a JSON-RPC error that echoes `id`
+    /// when the envelope step read it.
+    pub fn into_response(self, id: Option<&Value>) -> HttpResponse {
+        if let Some(text) = self.text() {
+            let mut response = text_response(self.status(), text);
+            if self == Self::MethodNotAllowed {
+                response
+                    .headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("POST"));
+            }
+            return response;
+        }
+        let mut response = match &self {
+            Self::Unauthorized(challenge) => {
+                let mut response = json_response(challenge.status, &challenge.body);
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, challenge.www_authenticate.clone());
+                response
+            }
+            _ => json_response(self.status(), &self.json_rpc_body(id)),
+        };
+        let headers = response.headers_mut();
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         let retry_after = match &self {
             Self::Unavailable(_) => Some(1),
             Self::CallerLimit {
@@ -206,9 +349,11 @@ impl Rejection {
             _ => None,
         };
         if let Some(secs) = retry_after {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if matches!(self, Self::RequestTimeout | Self::HeadTooLarge { .. }) {
+            // The rest of the request is not read: the connection cannot carry another.
+            headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         response
     }
