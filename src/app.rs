@@ -44,7 +44,7 @@ pub struct App {
     handles: Option<Arc<dyn HandleStore>>,
     resources: Option<Arc<dyn ResourceWatch>>,
     handle_resources: Vec<HandleResource>,
-    tasks: Option<(Arc<Tasks>, crate::handler::TaskPolicies)>,
+    tasks: Option<(Arc<Tasks>, crate::tasks::TaskPolicies)>,
     /// The authenticator, its keys' fetch started by `Config::load` or by [`new`](Self::new).
     auth: Option<Warming>,
 }
@@ -212,7 +212,7 @@ impl App {
         tasks: Arc<Tasks>,
         policy: impl Fn(&str, &Caller) -> TaskPolicy + Send + Sync + 'static,
     ) -> Self {
-        self.tasks = Some((tasks, crate::handler::TaskPolicies(Arc::new(policy))));
+        self.tasks = Some((tasks, crate::tasks::TaskPolicies::new(policy)));
         self
     }
 

@@ -17,8 +17,8 @@
 //! - the tool and prompt lists' fingerprints, published to the change feed at start-up;
 //! - `subscriptions/listen` handed to [`listen`]'s stream, with the filter
 //!   the front accepted, and the capabilities listen needs announced (`Announce`);
-//! - tools a [`TaskPolicy`] makes durable tasks, accepted through
-//!   the task engine instead of being called at once;
+//! - tools a [`TaskPolicy`](crate::tasks::TaskPolicy) makes durable tasks: the call handed to
+//!   the task engine's intake (`tasks/intake.rs`), which accepts it instead of calling it at once;
 //! - resources served from typed handles (`handle_resource.rs`).
 
 // Delegating the deprecated 2025-era methods keeps legacy clients working.
@@ -56,28 +56,8 @@ use crate::{
     auth::Caller,
     cache::CacheSlot,
     listen::{self, ListKind, ListenPlan, StreamLimits},
-    tasks::TaskPolicy,
+    tasks::{Intake, RoundInProcess},
 };
-
-/// Which tools may run as tasks, per tool name (the handler's choice).
-#[derive(Clone)]
-pub(crate) struct TaskPolicies(pub(crate) Arc<PolicyFn>);
-
-/// A tool's [`TaskPolicy`] for the caller asking.
-type PolicyFn = dyn Fn(&str, &Caller) -> TaskPolicy + Send + Sync;
-
-impl std::fmt::Debug for TaskPolicies {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("TaskPolicies")
-    }
-}
-
-/// Marks a `tools/call` a task worker runs in process: it runs as it is, never as a task, and
-/// the tool's future is dropped when `stop` fires ([`tasks::until_stopped`](crate::tasks)).
-#[derive(Debug, Clone)]
-pub(crate) struct RoundInProcess {
-    pub(crate) stop: tokio_util::sync::CancellationToken,
-}
 
 /// Where the wrapper leaves a refusal's `data.retryAfterSecs` (a caller's limit, that waiting
 /// lifts), for the HTTP front to answer 429 with `Retry-After`: one per request.
@@ -446,44 +426,13 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             return Ok(response);
         }
         if let Some((tasks, policies)) = &self.settings.tasks {
-            let caller = Caller::from_request(&context);
-            let policy = (policies.0)(&request.name, &caller);
-            let declared = context
-                .client_capabilities()
-                .is_some_and(|c| c.supports_tasks());
-            // Input gathered MRTR style in the request comes first; the answers' call is the task.
-            let policy = match policy {
-                TaskPolicy::RequiredAfterInput if declared && request.input_responses.is_none() => {
-                    TaskPolicy::Never
-                }
-                TaskPolicy::RequiredAfterInput => TaskPolicy::Required,
-                other => other,
-            };
-            match (policy, declared) {
-                (TaskPolicy::Optional | TaskPolicy::Required, true) => {
-                    let owner = caller.owner_key().to_owned();
-                    let caller = caller.principal().cloned();
-                    let mut params = serde_json::to_value(&request)
-                        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-                    // rmcp keeps the request's `_meta` in the context: the worker's call needs
-                    // it (the version, the client's capabilities, a progress token).
-                    params["_meta"] = serde_json::to_value(&context.meta)
-                        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-                    let mut created = tasks
-                        .accept(&owner, caller, params)
-                        .await
-                        .inspect_err(|error| RetryAfterSlot::record(&context, error))?;
-                    self.settings.stamp(&mut created.meta);
-                    return Ok(CallToolResponse::Task(created));
-                }
-                (TaskPolicy::Required, false) => {
-                    return Err(ErrorData::missing_required_client_capability(
-                        rmcp::model::ClientCapabilities::builder()
-                            .enable_tasks()
-                            .build(),
-                    ));
-                }
-                _ => {}
+            let intake = policies
+                .intake(tasks, &request, &context)
+                .await
+                .inspect_err(|error| RetryAfterSlot::record(&context, error))?;
+            if let Intake::Task(mut created) = intake {
+                self.settings.stamp(&mut created.meta);
+                return Ok(CallToolResponse::Task(created));
             }
         }
         let mut response = self.inner.call_tool(request, context).await?;

@@ -12,7 +12,8 @@ use serde_json::Value;
 
 use super::cursor::CursorSigner;
 use super::lists::ListSettings;
-use super::{HandleResource, TaskPolicies, portable_schema};
+use super::{HandleResource, portable_schema};
+use crate::tasks::TaskPolicies;
 use crate::{
     auth::{AuthSettings, Principal},
     cache::{CacheHint, CacheHints, CacheScope},

@@ -12,8 +12,7 @@ use serde_json::{Value, json};
 
 use super::{McpService, in_process};
 use crate::auth::Principal;
-use crate::handler::RoundInProcess;
-use crate::tasks::{RoundOutput, ToolRunner};
+use crate::tasks::{RoundInProcess, RoundOutput, ToolRunner};
 
 impl<H: ServerHandler> ToolRunner for McpService<H> {
     fn run_round(

@@ -18,6 +18,7 @@ mod dispatch;
 #[cfg(feature = "dynamodb")]
 pub(crate) mod dynamodb;
 mod engine;
+mod intake;
 mod memory;
 mod record;
 pub(crate) mod round_token;
@@ -33,6 +34,7 @@ pub use dispatch::LambdaDispatch;
 pub use dynamodb::{DynamoDbTaskStore, MAX_ANSWER_KEYS, MAX_KEY_BYTES, MAX_TASK_BYTES};
 pub(crate) use engine::EXTENSION;
 pub use engine::{RoundOutput, Tasks, ToolRunner};
+pub(crate) use intake::{Intake, RoundInProcess, TaskPolicies};
 pub use memory::{MAX_MEMORY_TASKS, MemoryTaskStore};
 pub use record::{TaskRecord, TaskState};
 pub use settings::TaskSettings;
