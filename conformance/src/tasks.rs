@@ -10,10 +10,13 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 
-use super::{elicit, input_required};
+use crate::{
+    mrtr::{elicit, input_required},
+    tools::Schema,
+};
 
 /// The fixture tools and their schemas.
-pub(crate) const TOOLS: &[(&str, &str, super::Schema)] = &[
+pub(crate) const TOOLS: &[(&str, &str, Schema)] = &[
     (
         "greet",
         "Greets someone; never a task",
