@@ -18,7 +18,13 @@ use crate::{
     capabilities::{Capability, require},
     from_json,
     media::PNG_BASE64,
-    mrtr::{accepted_content, elicit, input_required, string_field},
+    mrtr::{Input, ask_until, elicit, named},
+};
+
+const USER_CONTEXT: Input<String> = Input {
+    key: "user_context",
+    request: || elicit("What context should the prompt use?", "context", "string"),
+    read: |answer, key| named(answer, key, "context"),
 };
 
 impl ConformanceServer {
@@ -93,22 +99,13 @@ impl ConformanceServer {
             ],
             "test_input_required_result_prompt" => {
                 require(context, Capability::Elicitation)?;
-                match accepted_content(request.input_responses.as_ref(), "user_context")? {
-                    Some(content) => vec![PromptMessage::new_text(
+                return ask_until(&USER_CONTEXT, request.input_responses.as_ref(), |given| {
+                    let message = PromptMessage::new_text(
                         Role::User,
-                        format!(
-                            "Prompt generated with context: {}",
-                            string_field(&content, "context")?
-                        ),
-                    )],
-                    None => {
-                        return Ok(input_required([(
-                            "user_context",
-                            elicit("What context should the prompt use?", "context", "string"),
-                        )])
-                        .into());
-                    }
-                }
+                        format!("Prompt generated with context: {given}"),
+                    );
+                    Ok(GetPromptResult::new(vec![message]).into())
+                });
             }
             "test_dynamic_prompt" if self.shared.dynamic_prompt.load(Ordering::SeqCst) => {
                 vec![PromptMessage::new_text(

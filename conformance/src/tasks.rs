@@ -11,8 +11,8 @@ use rmcp::model::{
 use serde_json::{Value, json};
 
 use crate::{
-    mrtr::{elicit, input_required},
-    tools::Schema,
+    mrtr::{USER_NAME, elicit, input_required},
+    tools::{Schema, complete_text},
 };
 
 /// The fixture tools and their schemas.
@@ -62,7 +62,7 @@ pub(crate) fn policy(tool: &str, _caller: &mcp_lambda::Caller) -> TaskPolicy {
 }
 
 fn text(text: impl Into<String>) -> CallToolResponse {
-    CallToolResult::success(vec![ContentBlock::text(text.into())]).into()
+    complete_text(text).into()
 }
 
 /// The `content` of an accepted answer under `key`.
@@ -133,11 +133,7 @@ pub(crate) async fn call(
                 .and_then(|answer| answer["content"]["name"].as_str().map(str::to_owned));
             match name {
                 Some(name) => Ok(text(format!("Hello, {name}! (from a task)"))),
-                None => Ok(input_required([(
-                    "user_name",
-                    elicit("What is your name?", "name", "string"),
-                )])
-                .into()),
+                None => Ok(USER_NAME.ask().into()),
             }
         }
         "multi_input" => match (accepted(request, "first"), accepted(request, "second")) {

@@ -138,7 +138,7 @@ impl ConformanceServer {
                 complete_text("Dynamic tool called")
             }
             name if name.starts_with("test_input_required_result_") => {
-                return self.call_mrtr_tool(name, &request, &context).await;
+                return self.call_mrtr_tool(name, &request, &context);
             }
             "test_tool_with_logging" => {
                 let messages = [
