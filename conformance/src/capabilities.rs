@@ -10,6 +10,17 @@ pub(crate) enum Capability {
     Roots,
 }
 
+impl Capability {
+    /// As the spec names it (`ClientCapabilities` field).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Capability::Elicitation => "elicitation",
+            Capability::Sampling => "sampling",
+            Capability::Roots => "roots",
+        }
+    }
+}
+
 /// Whether this request's client declared `capability`.
 pub(crate) fn declares(context: &RequestContext<RoleServer>, capability: Capability) -> bool {
     let capabilities = context.client_capabilities().unwrap_or_default();

@@ -23,12 +23,8 @@ pub(crate) async fn sampling(
     arguments: &JsonObject,
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResult, ErrorData> {
-    if !declares(context, Capability::Sampling) {
-        return Ok(CallToolResult::error(vec![ContentBlock::text(
-            "test_sampling needs a client that declared the sampling capability in a legacy \
-             session (MCP_LEGACY_SESSIONS=true); at 2026-07-28 use \
-             test_input_required_result_sampling",
-        )]));
+    if let Some(refused) = undeclared(context, Capability::Sampling, "test_sampling") {
+        return Ok(refused);
     }
     let prompt = arguments
         .get("prompt")
@@ -38,18 +34,15 @@ pub(crate) async fn sampling(
         "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
         "maxTokens": 100,
     }));
-    match context.peer.create_message(params).await {
+    let answer = match context.peer.create_message(params).await {
         Ok(result) => {
             let reply = serde_json::to_value(&result).unwrap_or_default();
             let text = first_text(&reply["content"]).unwrap_or("No response");
-            Ok(CallToolResult::success(vec![ContentBlock::text(format!(
-                "LLM response: {text}"
-            ))]))
+            Ok(format!("LLM response: {text}"))
         }
-        Err(error) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-            "Sampling failed: {error}"
-        ))])),
-    }
+        Err(error) => Err(format!("Sampling failed: {error}")),
+    };
+    Ok(reply(answer))
 }
 
 /// The elicitation fixtures (`test_elicitation*`): each sends one form and reports the answer.
@@ -133,35 +126,46 @@ async fn elicit(
     result_prefix: &str,
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResult, ErrorData> {
-    if !declares(context, Capability::Elicitation) {
-        return Ok(CallToolResult::error(vec![ContentBlock::text(
-            "elicitation needs a client that declared the elicitation capability in a legacy \
-             session (MCP_LEGACY_SESSIONS=true); at 2026-07-28 use \
-             test_input_required_result_elicitation",
-        )]));
+    if let Some(refused) = undeclared(context, Capability::Elicitation, "elicitation") {
+        return Ok(refused);
     }
     let request: ElicitRequest = serde_json::from_value(json!({
         "method": "elicitation/create",
         "params": {"mode": "form", "message": message, "requestedSchema": requested_schema},
     }))
     .map_err(|error| ErrorData::internal_error(format!("bad elicitation schema: {error}"), None))?;
-    match context
-        .peer
-        .send_request(ServerRequest::ElicitRequest(request))
-        .await
-    {
-        Ok(ClientResult::ElicitResult(result)) => {
-            Ok(CallToolResult::success(vec![ContentBlock::text(summary(
-                result_prefix,
-                &result,
-            ))]))
-        }
-        Ok(_) => Ok(CallToolResult::error(vec![ContentBlock::text(
-            "Elicitation failed: the client answered with something other than an ElicitResult",
-        )])),
-        Err(error) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-            "Elicitation failed: {error}"
-        ))])),
+    let request = ServerRequest::ElicitRequest(request);
+    let answer = match context.peer.send_request(request).await {
+        Ok(ClientResult::ElicitResult(result)) => Ok(summary(result_prefix, &result)),
+        Ok(_) => Err(
+            "Elicitation failed: the client answered with something other than an ElicitResult"
+                .to_owned(),
+        ),
+        Err(error) => Err(format!("Elicitation failed: {error}")),
+    };
+    Ok(reply(answer))
+}
+
+/// A tool error naming what `fixture` needs, unless this session's client declared `capability`.
+fn undeclared(
+    context: &RequestContext<RoleServer>,
+    capability: Capability,
+    fixture: &str,
+) -> Option<CallToolResult> {
+    let name = capability.name();
+    (!declares(context, capability)).then(|| {
+        CallToolResult::error(vec![ContentBlock::text(format!(
+            "{fixture} needs a client that declared the {name} capability in a legacy session \
+             (MCP_LEGACY_SESSIONS=true); at 2026-07-28 use test_input_required_result_{name}"
+        ))])
+    })
+}
+
+/// The client's answer as the tool's text, or why there is none as a tool error.
+fn reply(answer: Result<String, String>) -> CallToolResult {
+    match answer {
+        Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        Err(text) => CallToolResult::error(vec![ContentBlock::text(text)]),
     }
 }
 
