@@ -10,10 +10,13 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 
-use super::{elicit, input_required};
+use crate::{
+    mrtr::{USER_NAME, elicit, input_required},
+    tools::{Schema, complete_text},
+};
 
 /// The fixture tools and their schemas.
-pub(crate) const TOOLS: &[(&str, &str, super::Schema)] = &[
+pub(crate) const TOOLS: &[(&str, &str, Schema)] = &[
     (
         "greet",
         "Greets someone; never a task",
@@ -59,7 +62,7 @@ pub(crate) fn policy(tool: &str, _caller: &mcp_lambda::Caller) -> TaskPolicy {
 }
 
 fn text(text: impl Into<String>) -> CallToolResponse {
-    CallToolResult::success(vec![ContentBlock::text(text.into())]).into()
+    complete_text(text).into()
 }
 
 /// The `content` of an accepted answer under `key`.
@@ -130,11 +133,7 @@ pub(crate) async fn call(
                 .and_then(|answer| answer["content"]["name"].as_str().map(str::to_owned));
             match name {
                 Some(name) => Ok(text(format!("Hello, {name}! (from a task)"))),
-                None => Ok(input_required([(
-                    "user_name",
-                    elicit("What is your name?", "name", "string"),
-                )])
-                .into()),
+                None => Ok(USER_NAME.ask().into()),
             }
         }
         "multi_input" => match (accepted(request, "first"), accepted(request, "second")) {

@@ -853,7 +853,7 @@ mod tests {
     fn already_portable_schemas_are_left_byte_identical() {
         let basket_like = r##"{"$schema":"https://json-schema.org/draft/2020-12/schema","$defs":{"Line":{"description":"One line.","properties":{"quantity":{"maximum":4294967295,"minimum":0,"type":"integer"},"sku":{"type":"string"}},"required":["sku","quantity"],"type":"object"}},"properties":{"basket_id":{"type":"string","format":"uuid"},"items":{"items":{"$ref":"#/$defs/Line"},"type":"array"},"note":{"anyOf":[{"type":"string","maxLength":64},{"type":"null"}],"default":null},"free":{},"strict":{"additionalProperties":false,"type":"object"}},"required":["basket_id","items"],"type":"object"}"##;
         // The schema the conformance suite's json-schema-2020-12 scenario
-        // expects to find unchanged (conformance/src/main.rs).
+        // expects to find unchanged (conformance/src/tools.rs).
         let conformance = r##"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"address":{"$anchor":"addressDef","type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"},"contactMethod":{"type":"string","enum":["phone","email"]},"phone":{"type":"string"},"email":{"type":"string"}},"allOf":[{"anyOf":[{"required":["phone"]},{"required":["email"]}]}],"if":{"properties":{"contactMethod":{"const":"phone"}},"required":["contactMethod"]},"then":{"required":["phone"]},"else":{"required":["email"]},"additionalProperties":false}"##;
         let custom = r#"{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}"#;
         for text in [basket_like, conformance, custom] {
