@@ -6,7 +6,7 @@
 //! arrival time, so a test can tell a streamed answer from a buffered one. Each function process
 //! is killed when its test ends; its log lines (JSON on Lambda) are checked for ERROR.
 
-mod support;
+use mcp_lambda_test_support as support;
 
 use std::{
     collections::{HashMap, VecDeque},

@@ -30,19 +30,8 @@
 //! line per measurement to `OUT.jsonl`; the functions' logs go to `LOG_DIR`. Tokens are never
 //! written anywhere.
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../tests/support/jwt.rs"]
-mod jwt;
-
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../tests/support/dynamodb.rs"]
-mod dynamodb;
-
-#[allow(dead_code)]
-#[path = "../support/proc.rs"]
-mod proc;
-
-use proc::cpu_ticks;
+use mcp_lambda_test_support::proc::cpu_ticks;
+use mcp_lambda_test_support::{dynamodb, jwt};
 
 use std::{
     collections::{HashMap, VecDeque},
