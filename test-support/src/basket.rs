@@ -42,9 +42,10 @@ pub fn binary() -> &'static Path {
 }
 
 /// Starts `binary` (the basket, or an example built on this crate) with a clean environment:
-/// every `MCP_*` and `AWS_*` variable of the test's own environment is removed, so a shell or
-/// CI job cannot change what the process reads; then `env` is set in order (a later pair wins
-/// over an earlier one). Stdin is closed. Every test starts its servers here.
+/// every `MCP_*`, `AWS_*` and `BENCH_*` variable of the test's own environment is removed, so a
+/// shell or CI job cannot change what the process reads; then `env` is set in order (a later
+/// pair wins over an earlier one). Stdin is closed. Every test and benchmark starts its servers
+/// here.
 pub fn spawn(binary: &Path, env: &[(&str, &str)], stdout: Stdio, stderr: Stdio) -> Child {
     let mut command = Command::new(binary);
     for (name, _) in std::env::vars_os() {

@@ -10,6 +10,8 @@
 //!   table;
 //! - [`sse`]: a `subscriptions/listen` answer read message by message;
 //! - [`counting_proxy`]: a proxy in front of DynamoDB that records each request's operation;
+//! - [`lambda_runtime`]: a loopback Lambda Runtime API and function processes under it
+//!   (`tests/lambda_runtime.rs`, `benches/servers/lambda_runtime_bench.rs`);
 //! - [`tools`]: the three benchmark tools every Rust server of the benchmarks serves;
 //! - [`proc`]: what the kernel says a benchmarked process has used.
 
@@ -19,6 +21,7 @@ pub mod counting_proxy;
 pub mod dynamodb;
 pub mod fixture;
 pub mod jwt;
+pub mod lambda_runtime;
 pub mod proc;
 pub mod sse;
 pub mod tools;
