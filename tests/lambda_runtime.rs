@@ -307,19 +307,17 @@ async fn a_listen_stream_ends_with_its_result_before_the_invocation_deadline() {
         "complete",
         "{body}"
     );
-    assert_eq!(
-        buffered.errors(),
-        Vec::<String>::new(),
-        "{}",
-        buffered.logs()
-    );
+    buffered.assert_no_errors();
 }
+
+/// Accepted Invokes: each payload, with the worker invocation's answer to come.
+type Accepted = Vec<(Value, Option<oneshot::Receiver<Invocation>>)>;
 
 /// What the Invoke stand-in saw: properly signed Event invocations, by payload.
 #[derive(Default)]
 struct InvokeLog {
     /// Each accepted Invoke's payload, with the worker invocation's answer to come.
-    accepted: Mutex<Vec<(Value, Option<oneshot::Receiver<Invocation>>)>>,
+    accepted: Mutex<Accepted>,
     /// Requests refused (bad signature, not an Event, another function).
     refused: Mutex<Vec<String>>,
 }
@@ -415,14 +413,9 @@ fn signed_by_test_credentials(head: &http::request::Parts, body: &[u8]) -> Resul
 
 /// A loopback stand-in for Lambda's Invoke API (the `Event` type only): checks the signature,
 /// the invocation type and the function, answers 202, then queues the payload into the Runtime
-/// API as a new invocation, as the Lambda service does.
-async fn start_invoke_stand_in(api: Arc<RuntimeApi>, log: Arc<InvokeLog>) -> SocketAddr {
-    start_invoke_stand_in_within(api, log, Duration::from_secs(60)).await
-}
-
-/// The Invoke stand-in, whose worker invocations must end within `timeout` (the function's
-/// timeout on Lambda).
-async fn start_invoke_stand_in_within(
+/// API as a new invocation, as the Lambda service does, which must end within `timeout` (the
+/// function's timeout on Lambda).
+async fn start_invoke_stand_in(
     api: Arc<RuntimeApi>,
     log: Arc<InvokeLog>,
     timeout: Duration,
@@ -528,23 +521,108 @@ fn answer_of(invocation: &Invocation) -> (u16, String) {
     }
 }
 
+/// An answer's JSON, which must have come with status 200 (`case` names it in the failure).
+fn ok_json(invocation: &Invocation, case: &str) -> Value {
+    let (status, body) = answer_of(invocation);
+    assert_eq!(status, 200, "{case}: {body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// A `tools/call` of `name` through a Function URL.
+fn tool_call(id: u64, name: &str, arguments: Value) -> String {
+    mcp_event(
+        "function_url_tools_call",
+        id,
+        "tools/call",
+        json!({"name": name, "arguments": arguments}),
+    )
+}
+
+/// What the task tests on Lambda run against: a Runtime API, the Invoke stand-in (worker
+/// invocations must end within `timeout`) and two basket processes with their handles in
+/// DynamoDB at `endpoint` and `env` besides: two execution environments, as Lambda scales out,
+/// so polls are answered while a round runs.
+struct TaskLambda {
+    api: Arc<RuntimeApi>,
+    log: Arc<InvokeLog>,
+    functions: [Function; 2],
+}
+
+impl TaskLambda {
+    async fn start(endpoint: &str, timeout: Duration, env: &[(&str, &str)]) -> TaskLambda {
+        support::dynamodb::store(endpoint).await; // the table exists
+        let api = Arc::new(RuntimeApi::start().await);
+        let log = Arc::new(InvokeLog::default());
+        let stand_in = start_invoke_stand_in(api.clone(), log.clone(), timeout).await;
+        let mut vars = support::dynamodb::basket_env(endpoint, support::dynamodb::TABLE);
+        vars.push((
+            "AWS_ENDPOINT_URL_LAMBDA".into(),
+            format!("http://{stand_in}"),
+        ));
+        vars.push(("MCP_TASK_POLL_MS".into(), "200".into()));
+        vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let functions = [(); 2].map(|()| Function::start(&basket(), &api, &vars));
+        TaskLambda {
+            api,
+            log,
+            functions,
+        }
+    }
+
+    /// Polls `tasks/get` (each event passed through `wrap`) every `every` until the task is no
+    /// longer working, for at most 30 s from `started`: the task's result.
+    async fn finished(
+        &self,
+        task_id: &str,
+        id: u64,
+        wrap: impl Fn(String) -> String,
+        started: Instant,
+        every: Duration,
+        case: &str,
+    ) -> Value {
+        loop {
+            let get = task_client_event(id, "tasks/get", json!({"taskId": task_id}));
+            let task = ok_json(&self.api.invoke(&wrap(get)).await, case);
+            if task["result"]["status"] != "working" {
+                return task["result"].clone();
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{case}: {task}"
+            );
+            tokio::time::sleep(every).await;
+        }
+    }
+
+    /// The Invokes the stand-in accepted so far (taken) and those it refused.
+    fn invoked(&self) -> (Accepted, Vec<String>) {
+        let accepted = std::mem::take(&mut *self.log.accepted.lock().unwrap());
+        (accepted, self.log.refused.lock().unwrap().clone())
+    }
+
+    fn assert_no_errors(&self) {
+        for function in &self.functions {
+            function.assert_no_errors();
+        }
+    }
+}
+
 async fn task_round_hand_off(streaming: bool) {
     let Some(endpoint) = support::dynamodb::endpoint("the Lambda task hand-off test") else {
         return;
     };
-    support::dynamodb::store(&endpoint).await;
-    let api = Arc::new(RuntimeApi::start().await);
-    let log = Arc::new(InvokeLog::default());
-    let stand_in = start_invoke_stand_in(api.clone(), log.clone()).await;
-    let lambda_endpoint = format!("http://{stand_in}");
-    let mut env = support::dynamodb::basket_env(&endpoint, support::dynamodb::TABLE);
-    env.push(("AWS_ENDPOINT_URL_LAMBDA".into(), lambda_endpoint));
-    env.push(("MCP_TASK_POLL_MS".into(), "200".into()));
-    env.push(("MCP_LAMBDA_STREAMING".into(), streaming.to_string()));
+    let case = if streaming { "streaming" } else { "buffered" };
     const ORIGIN_SECRET: &str = "a-cdn-secret-0123456789";
+    let mut env = vec![(
+        "MCP_LAMBDA_STREAMING",
+        if streaming { "true" } else { "false" },
+    )];
     if streaming {
-        env.push(("MCP_ORIGIN_SECRET".into(), ORIGIN_SECRET.into()));
+        env.push(("MCP_ORIGIN_SECRET", ORIGIN_SECRET));
     }
+    let lambda = TaskLambda::start(&endpoint, Duration::from_secs(60), &env).await;
+    let api = &lambda.api;
     // What CloudFront adds to every caller's request when the secret is on.
     let via_cdn = |event: String| {
         let mut event: Value = serde_json::from_str(&event).unwrap();
@@ -553,49 +631,20 @@ async fn task_round_hand_off(streaming: bool) {
         }
         event.to_string()
     };
-    let vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    // Two execution environments, as Lambda scales out: polls are answered while a round runs.
-    let first = Function::start(&basket(), &api, &vars);
-    let second = Function::start(&basket(), &api, &vars);
-
-    let json_of = |invocation: Invocation| {
-        let (status, body) = answer_of(&invocation);
-        assert_eq!(status, 200, "{body}");
-        serde_json::from_str::<Value>(&body).unwrap()
-    };
+    let json_of = |invocation: Invocation| ok_json(&invocation, case);
     let created = json_of(
-        api.invoke(&via_cdn(mcp_event(
-            "function_url_tools_call",
-            1,
-            "tools/call",
-            json!({"name": "create_basket", "arguments": {}}),
-        )))
-        .await,
+        api.invoke(&via_cdn(tool_call(1, "create_basket", json!({}))))
+            .await,
     );
     let basket_id = created["result"]["structuredContent"]["basket_id"].clone();
     if streaming {
         // Around the CDN, a caller is refused: the secret is on.
-        let around = api
-            .invoke(&mcp_event(
-                "function_url_tools_call",
-                9,
-                "tools/call",
-                json!({"name": "create_basket", "arguments": {}}),
-            ))
-            .await;
+        let around = api.invoke(&tool_call(9, "create_basket", json!({}))).await;
         assert_eq!(answer_of(&around).0, 403);
     }
     assert!(basket_id.is_string(), "{created}");
-    json_of(
-        api.invoke(&via_cdn(mcp_event(
-            "function_url_tools_call",
-            2,
-            "tools/call",
-            json!({"name": "add_item",
-                   "arguments": {"basket_id": basket_id, "sku": "TEA", "quantity": 3}}),
-        )))
-        .await,
-    );
+    let added = json!({"basket_id": basket_id, "sku": "TEA", "quantity": 3});
+    json_of(api.invoke(&via_cdn(tool_call(2, "add_item", added))).await);
 
     let started = Instant::now();
     let accepted = json_of(
@@ -614,21 +663,16 @@ async fn task_round_hand_off(streaming: bool) {
     );
     let task_id = accepted["result"]["taskId"].as_str().unwrap().to_owned();
 
-    let done = loop {
-        let task = json_of(
-            api.invoke(&via_cdn(task_client_event(
-                4,
-                "tasks/get",
-                json!({"taskId": task_id}),
-            )))
-            .await,
-        );
-        if task["result"]["status"] != "working" {
-            break task["result"].clone();
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "{task}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let done = lambda
+        .finished(
+            &task_id,
+            4,
+            via_cdn,
+            started,
+            Duration::from_millis(200),
+            case,
+        )
+        .await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(
         done["result"]["structuredContent"]["status"], "checked_out",
@@ -636,9 +680,9 @@ async fn task_round_hand_off(streaming: bool) {
     );
 
     // Exactly one signed Invoke, for round 0 of this task, whose invocation ran it.
-    let accepted = std::mem::take(&mut *log.accepted.lock().unwrap());
-    assert_eq!(accepted.len(), 1, "{:?}", log.refused.lock().unwrap());
-    assert!(log.refused.lock().unwrap().is_empty());
+    let (accepted, refused) = lambda.invoked();
+    assert_eq!(accepted.len(), 1, "{refused:?}");
+    assert!(refused.is_empty());
     let (payload, answer) = accepted.into_iter().next().unwrap();
     let round: Value = serde_json::from_str(payload["body"].as_str().unwrap()).unwrap();
     assert_eq!(round, json!({"taskId": task_id, "round": 0}));
@@ -647,11 +691,10 @@ async fn task_round_hand_off(streaming: bool) {
     let (status, body) = answer_of(&worker);
     assert_eq!((status, body.as_str()), (200, "{\"ran\":true}"));
 
-    for function in [&first, &second] {
-        function.assert_no_errors();
-    }
+    lambda.assert_no_errors();
     // The metrics count DynamoDB: `add_item` reads the basket handle and writes it back on
     // its version (one `GetItem`, one conditional `UpdateItem`, no conflict here).
+    let [first, second] = &lambda.functions;
     let logs = format!("{}{}", first.logs(), second.logs());
     let add_item: Vec<Value> = logs
         .lines()
@@ -673,39 +716,14 @@ async fn a_cancelled_or_timed_out_task_on_lambda_stops_its_work() {
     let Some(endpoint) = support::dynamodb::endpoint("the Lambda task cancel test") else {
         return;
     };
-    support::dynamodb::store(&endpoint).await;
     for (case, deadline) in [("cancelled", 60), ("failed", 2)] {
-        let api = Arc::new(RuntimeApi::start().await);
-        let log = Arc::new(InvokeLog::default());
-        let stand_in =
-            start_invoke_stand_in_within(api.clone(), log.clone(), Duration::from_secs(deadline))
-                .await;
-        let mut env = support::dynamodb::basket_env(&endpoint, support::dynamodb::TABLE);
-        env.push((
-            "AWS_ENDPOINT_URL_LAMBDA".into(),
-            format!("http://{stand_in}"),
-        ));
-        env.push(("MCP_TASK_POLL_MS".into(), "200".into()));
-        let vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let first = Function::start(&basket(), &api, &vars);
-        let second = Function::start(&basket(), &api, &vars);
-        let json_of = |invocation: Invocation| {
-            let (status, body) = answer_of(&invocation);
-            assert_eq!(status, 200, "{case}: {body}");
-            serde_json::from_str::<Value>(&body).unwrap()
-        };
-        let call = |id: u64, name: &str, arguments: Value| {
-            mcp_event(
-                "function_url_tools_call",
-                id,
-                "tools/call",
-                json!({"name": name, "arguments": arguments}),
-            )
-        };
-        let created = json_of(api.invoke(&call(1, "create_basket", json!({}))).await);
+        let lambda = TaskLambda::start(&endpoint, Duration::from_secs(deadline), &[]).await;
+        let api = &lambda.api;
+        let json_of = |invocation: Invocation| ok_json(&invocation, case);
+        let created = json_of(api.invoke(&tool_call(1, "create_basket", json!({}))).await);
         let basket_id = created["result"]["structuredContent"]["basket_id"].clone();
         let added = json!({"basket_id": basket_id, "sku": "TEA", "quantity": 3});
-        json_of(api.invoke(&call(2, "add_item", added)).await);
+        json_of(api.invoke(&tool_call(2, "add_item", added)).await);
 
         let started = Instant::now();
         let accepted = json_of(
@@ -722,18 +740,16 @@ async fn a_cancelled_or_timed_out_task_on_lambda_stops_its_work() {
             let cancel = task_client_event(4, "tasks/cancel", json!({"taskId": task_id}));
             json_of(api.invoke(&cancel).await);
         }
-        let done = loop {
-            let get = task_client_event(5, "tasks/get", json!({"taskId": task_id}));
-            let task = json_of(api.invoke(&get).await);
-            if task["result"]["status"] != "working" {
-                break task["result"].clone();
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "{case}: {task}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
+        let done = lambda
+            .finished(
+                &task_id,
+                5,
+                |e| e,
+                started,
+                Duration::from_millis(100),
+                case,
+            )
+            .await;
         assert_eq!(done["status"], case, "{done}");
         if case == "failed" {
             let message = done["error"]["message"].as_str().unwrap();
@@ -742,15 +758,19 @@ async fn a_cancelled_or_timed_out_task_on_lambda_stops_its_work() {
         // Past the ~3 s the order takes: the basket was never checked out.
         tokio::time::sleep(Duration::from_millis(4500).saturating_sub(started.elapsed())).await;
         let view = json_of(
-            api.invoke(&call(6, "view_basket", json!({"basket_id": basket_id})))
-                .await,
+            api.invoke(&tool_call(
+                6,
+                "view_basket",
+                json!({"basket_id": basket_id}),
+            ))
+            .await,
         );
         assert_eq!(
             view["result"]["structuredContent"]["items"][0]["quantity"], 3,
             "{case}: the basket is untouched: {view}"
         );
         // The worker invocation claimed the round, stopped it and answered in time.
-        let accepted = std::mem::take(&mut *log.accepted.lock().unwrap());
+        let (accepted, _) = lambda.invoked();
         assert_eq!(accepted.len(), 1, "{case}");
         let worker = accepted
             .into_iter()
@@ -765,9 +785,7 @@ async fn a_cancelled_or_timed_out_task_on_lambda_stops_its_work() {
             (200, "{\"ran\":true}".to_owned()),
             "{case}"
         );
-        for function in [&first, &second] {
-            function.assert_no_errors();
-        }
+        lambda.assert_no_errors();
     }
 }
 
@@ -833,19 +851,9 @@ async fn one_environment_serves_concurrent_invocations_when_managed_concurrency_
     const N: u64 = 4;
     let api = Arc::new(RuntimeApi::start().await);
     let function = Function::start(&basket(), &api, &[("AWS_LAMBDA_MAX_CONCURRENCY", "4")]);
-    let call = |id: u64, name: &str, arguments: Value| {
-        mcp_event(
-            "function_url_tools_call",
-            id,
-            "tools/call",
-            json!({"name": name, "arguments": arguments}),
-        )
-    };
+    let call = tool_call;
     let content = |invocation: Invocation| {
-        let (status, body) = answer_of(&invocation);
-        assert_eq!(status, 200, "{body}");
-        let json: Value = serde_json::from_str(&body).unwrap();
-        json["result"]["structuredContent"].clone()
+        ok_json(&invocation, "concurrent")["result"]["structuredContent"].clone()
     };
     let mut baskets = Vec::new();
     for n in 0..N {
@@ -915,14 +923,7 @@ async fn every_request_writes_one_emf_record_and_its_log_lines_carry_its_ids() {
         event["headers"]["traceparent"] = TRACEPARENT.into();
         event.to_string()
     };
-    let call = |id: u64, name: &str, arguments: Value| {
-        traced(mcp_event(
-            "function_url_tools_call",
-            id,
-            "tools/call",
-            json!({"name": name, "arguments": arguments}),
-        ))
-    };
+    let call = |id: u64, name: &str, arguments: Value| traced(tool_call(id, name, arguments));
     let created = api.invoke(&call(1, "create_basket", json!({}))).await;
     let (status, body) = answer_of(&created);
     assert_eq!(status, 200, "{body}");
