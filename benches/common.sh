@@ -1,6 +1,29 @@
-# Sourced by benches/lambda-runtime.sh and benches/listeners.sh: the step counters and the
-# DynamoDB Local each run starts for itself. Set MODE (full or smoke), SMOKE_NAME (the name of
-# the smoke run's summary line, which scripts/test.sh reads) and OUT (the run's folder) first.
+# Sourced by the benchmark scripts (benches/side-by-side.sh, benches/lambda-runtime.sh,
+# benches/listeners.sh) from the repository's root, with the script's own arguments:
+#
+#   SMOKE_NAME=bench-smoke; source benches/common.sh "$@"
+#
+# the caches (CARGO_TARGET_DIR, MCP_WORK: exported, with their defaults), the mode (MODE=full, or
+# smoke with --smoke; anything else prints the usage and exits 2), the run's folder (new_run), the
+# step counters (pass, fail, finish; SMOKE_NAME names the smoke run's summary line, which
+# scripts/test.sh reads) and the DynamoDB Local each run starts for itself.
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
+export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
+
+MODE=full
+case "${1:-}" in
+  --smoke) MODE=smoke ;;
+  "") ;;
+  *) echo "usage: $0 [--smoke]" >&2; exit 2 ;;
+esac
+
+# new_run NAME TITLE: this run's folder, OUT ($MCP_WORK/bench/<UTC time>-NAME), made and announced.
+new_run() {
+  OUT="$MCP_WORK/bench/$(date -u +%Y%m%dT%H%M%SZ)-$1"
+  mkdir -p "$OUT"
+  echo "bench: $2, results in $OUT"
+}
 
 passed=0
 failed=0

@@ -10,13 +10,7 @@
 //! answer's size is what the cache-hint and list layers could scale with, so
 //! `request/*/tools_list_53` (a 7 KB list) against `tools_list` (3 tools) shows whether they do.
 
-#[path = "support/tools.rs"]
-mod tools;
-
-#[allow(dead_code, unreachable_pub)]
-#[path = "../tests/support/jwt.rs"]
-mod jwt;
-
+use mcp_lambda_test_support::{jwt, tools};
 use std::{collections::HashMap, hint::black_box, sync::Arc};
 
 use bytes::Bytes;

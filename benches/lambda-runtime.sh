@@ -24,15 +24,9 @@
 # BENCH_PROFILE (release or debug, overriding the mode's).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
-export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
+SMOKE_NAME=lambda-runtime-smoke
+source benches/common.sh "$@"
 
-MODE=full
-case "${1:-}" in
-  --smoke) MODE=smoke ;;
-  "") ;;
-  *) echo "usage: benches/lambda-runtime.sh [--smoke]" >&2; exit 2 ;;
-esac
 if [ "$MODE" = smoke ]; then
   INITS=${BENCH_INITS:-2}; ROUNDS=${BENCH_ROUNDS:-1}; BATCH=${BENCH_BATCH:-5}; PROFILE=${BENCH_PROFILE:-debug}
   CONCURRENCY=${BENCH_CONCURRENCY:-4}; BURST=${BENCH_BURST:-8}; EMULATED=${BENCH_EMULATED:-40,4}
@@ -40,13 +34,8 @@ else
   INITS=${BENCH_INITS:-20}; ROUNDS=${BENCH_ROUNDS:-5}; BATCH=${BENCH_BATCH:-1000}; PROFILE=${BENCH_PROFILE:-release}
   CONCURRENCY=${BENCH_CONCURRENCY:-8}; BURST=${BENCH_BURST:-2000}; EMULATED=${BENCH_EMULATED:-40,4}
 fi
-OUT="$MCP_WORK/bench/$(date -u +%Y%m%dT%H%M%SZ)-lambda-$MODE"
-mkdir -p "$OUT"
+new_run "lambda-$MODE" "lambda runtime, $MODE run"
 RESULTS="$OUT/results.jsonl"
-echo "bench: lambda runtime, $MODE run, results in $OUT"
-
-SMOKE_NAME=lambda-runtime-smoke
-source benches/common.sh
 
 echo "==> cargo build ($PROFILE): basket, bench_lambda_runtime, bench_lambda_hello"
 flags=()

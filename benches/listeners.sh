@@ -17,26 +17,15 @@
 # ~/.cache/mcp-lambda-work), BENCH_COUNTS, BENCH_SECONDS, BENCH_POLL_MS (override the run's size).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
-export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
+SMOKE_NAME=listeners-smoke
+source benches/common.sh "$@"
 
-MODE=full
-case "${1:-}" in
-  --smoke) MODE=smoke ;;
-  "") ;;
-  *) echo "usage: benches/listeners.sh [--smoke]" >&2; exit 2 ;;
-esac
 if [ "$MODE" = smoke ]; then
   COUNTS=${BENCH_COUNTS:-1,10,100}; WINDOW=${BENCH_SECONDS:-2}; POLL=${BENCH_POLL_MS:-500}; PROFILE=debug
 else
   COUNTS=${BENCH_COUNTS:-1,10,100,1000,3000,10000}; WINDOW=${BENCH_SECONDS:-10}; POLL=${BENCH_POLL_MS:-1000}; PROFILE=release
 fi
-OUT="$MCP_WORK/bench/$(date -u +%Y%m%dT%H%M%SZ)-listeners-$MODE"
-mkdir -p "$OUT"
-echo "bench: listeners, $MODE run, results in $OUT"
-
-SMOKE_NAME=listeners-smoke
-source benches/common.sh
+new_run "listeners-$MODE" "listeners, $MODE run"
 
 echo "==> cargo build ($PROFILE): basket, bench_listeners"
 flags=()

@@ -28,15 +28,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
-WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
+SMOKE_NAME=bench-smoke
+source benches/common.sh "$@"
 
-MODE=full
-case "${1:-}" in
-  --smoke) MODE=smoke ;;
-  "") ;;
-  *) echo "usage: benches/side-by-side.sh [--smoke]" >&2; exit 2 ;;
-esac
 if [ "$MODE" = smoke ]; then
   ROUNDS=${BENCH_ROUNDS:-1}; SECONDS_PER_RUN=${BENCH_SECONDS:-1}; STARTS=${BENCH_STARTS:-3}
   CONNS="1 16"; PROFILE=debug
@@ -44,24 +38,12 @@ else
   ROUNDS=${BENCH_ROUNDS:-3}; SECONDS_PER_RUN=${BENCH_SECONDS:-5}; STARTS=${BENCH_STARTS:-20}
   CONNS="1 16"; PROFILE=release
 fi
-OUT="$WORK/bench/$(date -u +%Y%m%dT%H%M%SZ)-$MODE"
-mkdir -p "$OUT"
+new_run "$MODE" "$MODE run"
 RESULTS="$OUT/results.jsonl"
 : >"$RESULTS"
-echo "bench: $MODE run, results in $OUT"
-
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "  ok   $1"; }
-fail() { failed=$((failed + 1)); echo "  FAIL $1"; }
-finish() {
-  if [ "$MODE" = smoke ]; then echo "bench-smoke: $passed passed, $failed failed"; fi
-  [ "$failed" -eq 0 ]
-  exit
-}
 
 # --- Everything the run needs -------------------------------------------------
-VENV="$WORK/venv-bench"
+VENV="$MCP_WORK/venv-bench"
 PY_PKGS=("mcp==2.3.0" "uvicorn[standard]==0.54.0")
 [ "$MODE" = full ] && PY_PKGS+=("matplotlib==3.11.2")
 setup() {

@@ -2,7 +2,7 @@
 //! JWKS endpoint on loopback: the attack suite, scope challenges, rotation,
 //! the metadata document and scope-filtered lists.
 
-mod support;
+use mcp_lambda_test_support as support;
 
 use std::sync::atomic::Ordering;
 

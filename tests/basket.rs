@@ -1,7 +1,7 @@
 //! The basket example over real HTTP: the built binary on a loopback port, driven with
 //! MCP 2026-07-28 requests.
 
-mod support;
+use mcp_lambda_test_support as support;
 
 use std::time::Duration;
 

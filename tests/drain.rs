@@ -6,7 +6,7 @@
 //! Each test starts the real basket binary and talks to it over raw TCP, so what is checked is
 //! what a client sees on the wire.
 
-mod support;
+use mcp_lambda_test_support as support;
 
 use std::net::SocketAddr;
 use std::process::Stdio;

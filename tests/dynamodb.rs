@@ -23,7 +23,7 @@
 //! elsewhere. The fault test starts a DynamoDB Local of its own (scripts/dynamodb-local.sh) so
 //! stopping it disturbs no other test.
 
-mod support;
+use mcp_lambda_test_support as support;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -15,7 +15,7 @@
 //! Times are chosen for a remote backend too: expiry uses a 1 s TTL and waits 2.2 s, since
 //! DynamoDB-backed stores may enforce expiry at whole-second granularity.
 
-mod support;
+use mcp_lambda_test_support as support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Every error row of MCP 2026-07-28 §3–4 and each rmcp 3.11 gap the front
 //! closes, through the same service the local server and Lambda call.
 
-mod support;
+use mcp_lambda_test_support as support;
 
 use serde_json::{Value, json};
 use support::fixture::*;

@@ -1,19 +1,17 @@
 //! The built binaries under a loopback Lambda Runtime API: the same `/next` → `/response` loop
 //! Lambda runs, with events from `events/`, buffered and with response streaming.
 //!
-//! The emulator below speaks the Runtime API (2018-06-01) on 127.0.0.1: it hands out one event
-//! per `GET /runtime/invocation/next` and records each `/response` frame by frame with its
-//! arrival time, so a test can tell a streamed answer from a buffered one. Each function process
-//! is killed when its test ends; its log lines (JSON on Lambda) are checked for ERROR.
-
-mod support;
+//! The emulator (`mcp_lambda_test_support::lambda_runtime`) speaks the Runtime API (2018-06-01)
+//! on 127.0.0.1: it hands out one event per `GET /runtime/invocation/next` and records each
+//! `/response` frame by frame with its arrival time, so a test can tell a streamed answer from a
+//! buffered one. Each function process is killed when its test ends; its log lines (JSON on
+//! Lambda) are checked for ERROR.
 
 use std::{
-    collections::{HashMap, VecDeque},
     convert::Infallible,
     net::SocketAddr,
-    path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    path::PathBuf,
+    process::Command,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
@@ -23,342 +21,10 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use mcp_lambda_test_support as support;
 use serde_json::{Value, json};
-use support::basket::{REQUEST_STATE_KEY, spawn};
+use support::lambda_runtime::{Function, Invocation, RuntimeApi};
 use tokio::{net::TcpListener, sync::oneshot};
-
-/// One finished invocation as the Runtime API saw it.
-#[derive(Debug)]
-struct Invocation {
-    /// The `/response` request's headers (streaming mode shows here).
-    headers: http::HeaderMap,
-    /// Body frames in arrival order, with the time each arrived.
-    frames: Vec<(Instant, Bytes)>,
-    /// Posted to `/error` instead of `/response`.
-    error: bool,
-}
-
-impl Invocation {
-    fn body(&self) -> Vec<u8> {
-        self.frames
-            .iter()
-            .flat_map(|(_, b)| b.iter().copied())
-            .collect()
-    }
-
-    fn streamed(&self) -> bool {
-        self.headers
-            .get("lambda-runtime-function-response-mode")
-            .is_some_and(|v| v == "streaming")
-    }
-
-    /// A buffered answer: the `{statusCode, headers, body}` document `lambda_http` returns.
-    fn buffered(&self) -> (u16, Value, String) {
-        assert!(!self.streamed() && !self.error, "{self:?}");
-        let doc: Value = serde_json::from_slice(&self.body()).expect("a JSON Lambda response");
-        let body = doc["body"].as_str().unwrap_or_default().to_string();
-        // REST and ALB answers may carry headers in `multiValueHeaders` only.
-        let mut headers = doc["headers"].as_object().cloned().unwrap_or_default();
-        if let Some(multi) = doc["multiValueHeaders"].as_object() {
-            for (name, values) in multi {
-                if let Some(first) = values.get(0) {
-                    headers
-                        .entry(name.to_ascii_lowercase())
-                        .or_insert(first.clone());
-                }
-            }
-        }
-        (
-            doc["statusCode"].as_u64().unwrap() as u16,
-            Value::Object(headers),
-            body,
-        )
-    }
-
-    /// A streamed answer: the metadata prelude, 8 NUL bytes, then the body.
-    fn streaming(&self) -> (u16, Value, Vec<u8>) {
-        assert!(self.streamed() && !self.error, "{self:?}");
-        let bytes = self.body();
-        let cut = bytes
-            .windows(8)
-            .position(|w| w == [0u8; 8])
-            .expect("the prelude delimiter");
-        let prelude: Value = serde_json::from_slice(&bytes[..cut]).expect("a JSON prelude");
-        let status = prelude["statusCode"].as_u64().unwrap() as u16;
-        (
-            status,
-            prelude["headers"].clone(),
-            bytes[cut + 8..].to_vec(),
-        )
-    }
-}
-
-#[derive(Default)]
-struct State {
-    /// Queued invocations: id, event, how long the invocation may run.
-    pending: Mutex<VecDeque<(String, String, Duration)>>,
-    results: Mutex<HashMap<String, oneshot::Sender<Invocation>>>,
-    wake: tokio::sync::Notify,
-}
-
-/// The loopback Runtime API.
-struct RuntimeApi {
-    addr: SocketAddr,
-    state: Arc<State>,
-    next_id: std::sync::atomic::AtomicU64,
-}
-
-impl RuntimeApi {
-    async fn start() -> RuntimeApi {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let state = Arc::new(State::default());
-        let served = state.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                let Some((stream, peer)) = with_liveness_probe(stream) else {
-                    continue;
-                };
-                let state = served.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |request| {
-                        let (state, peer) = (state.clone(), peer.clone());
-                        async move { Ok::<_, Infallible>(handle(state, &peer, request).await) }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
-        RuntimeApi {
-            addr,
-            state,
-            next_id: 0.into(),
-        }
-    }
-
-    /// Queues `event` with the usual 60 s deadline, waits for the function's answer.
-    async fn invoke(&self, event: &str) -> Invocation {
-        self.invoke_within(event, Duration::from_secs(60)).await
-    }
-
-    /// Queues `event` as an invocation that must end within `timeout` (the deadline the
-    /// runtime hands the function), waits for the function's answer.
-    async fn invoke_within(&self, event: &str, timeout: Duration) -> Invocation {
-        let rx = self.enqueue(event, timeout);
-        tokio::time::timeout(Duration::from_secs(60), rx)
-            .await
-            .expect("the function answered within 60 s")
-            .expect("the emulator kept the invocation")
-    }
-
-    /// Queues `event` without waiting: what the Lambda service does with an asynchronous
-    /// (`Event`) invocation. The receiver hears the function's answer.
-    fn enqueue(&self, event: &str, timeout: Duration) -> oneshot::Receiver<Invocation> {
-        let n = self
-            .next_id
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let id = format!("00000000-0000-4000-8000-{n:012}");
-        let (tx, rx) = oneshot::channel();
-        self.state.results.lock().unwrap().insert(id.clone(), tx);
-        self.state
-            .pending
-            .lock()
-            .unwrap()
-            .push_back((id, event.to_string(), timeout));
-        self.state.wake.notify_one();
-        rx
-    }
-}
-
-/// `stream` for hyper, and a duplicate of its socket to ask whether the function process is
-/// still there: a killed function's `GET /next` stays parked in its handler, and an event handed
-/// to it would be written to a closed socket and lost.
-fn with_liveness_probe(
-    stream: tokio::net::TcpStream,
-) -> Option<(tokio::net::TcpStream, Arc<std::net::TcpStream>)> {
-    let stream = stream.into_std().ok()?;
-    let probe = stream.try_clone().ok()?;
-    probe.set_nonblocking(true).ok()?;
-    Some((
-        tokio::net::TcpStream::from_std(stream).ok()?,
-        Arc::new(probe),
-    ))
-}
-
-/// Whether the peer still holds its end: a killed process's socket reads as closed (the kernel
-/// closes its descriptors before `wait` returns, so this cannot race the kill).
-fn peer_is_open(probe: &std::net::TcpStream) -> bool {
-    let mut byte = [0u8; 1];
-    match probe.peek(&mut byte) {
-        Ok(0) => false,
-        Ok(_) => true,
-        Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
-    }
-}
-
-async fn handle(
-    state: Arc<State>,
-    peer: &std::net::TcpStream,
-    request: Request<Incoming>,
-) -> Response<Full<Bytes>> {
-    let path = request.uri().path().to_string();
-    let reply = |status: StatusCode, body: &'static str| {
-        Response::builder()
-            .status(status)
-            .body(Full::new(Bytes::from_static(body.as_bytes())))
-            .unwrap()
-    };
-    if request.method() == Method::GET && path == "/2018-06-01/runtime/invocation/next" {
-        loop {
-            if !peer_is_open(peer) {
-                // Pass the wake-up on: a live function's request may be parked behind this one.
-                state.wake.notify_one();
-                return reply(StatusCode::GONE, "the function is gone");
-            }
-            let next = state.pending.lock().unwrap().pop_front();
-            if let Some((id, event, timeout)) = next {
-                let deadline = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_millis()
-                    + timeout.as_millis();
-                return Response::builder()
-                    .header("content-type", "application/json")
-                    .header("lambda-runtime-aws-request-id", id)
-                    .header("lambda-runtime-deadline-ms", deadline.to_string())
-                    .header(
-                        "lambda-runtime-invoked-function-arn",
-                        "arn:aws:lambda:us-east-1:123456789012:function:mcp",
-                    )
-                    .header(
-                        "lambda-runtime-trace-id",
-                        "Root=1-674a1b2c-0123456789abcdef01234567;Sampled=0",
-                    )
-                    .body(Full::new(Bytes::from(event)))
-                    .unwrap();
-            }
-            state.wake.notified().await;
-        }
-    }
-    let parts: Vec<&str> = path
-        .trim_start_matches("/2018-06-01/runtime/")
-        .split('/')
-        .collect();
-    match (request.method(), parts.as_slice()) {
-        (&Method::POST, ["invocation", id, kind @ ("response" | "error")]) => {
-            let id = id.to_string();
-            let error = *kind == "error";
-            let (head, mut body) = request.into_parts();
-            let mut frames = Vec::new();
-            while let Some(frame) = body.frame().await {
-                let Ok(frame) = frame else { break };
-                if let Ok(data) = frame.into_data() {
-                    frames.push((Instant::now(), data));
-                }
-            }
-            if let Some(tx) = state.results.lock().unwrap().remove(&id) {
-                let _ = tx.send(Invocation {
-                    headers: head.headers,
-                    frames,
-                    error,
-                });
-            }
-            reply(StatusCode::ACCEPTED, "{\"status\":\"OK\"}")
-        }
-        (&Method::POST, ["init", "error"]) => {
-            let body = request
-                .into_body()
-                .collect()
-                .await
-                .map(|c| c.to_bytes())
-                .unwrap_or_default();
-            panic!(
-                "the function failed its INIT: {}",
-                String::from_utf8_lossy(&body)
-            );
-        }
-        _ => reply(StatusCode::NOT_FOUND, "not found"),
-    }
-}
-
-/// A function process under the emulator; killed when dropped.
-struct Function {
-    child: Child,
-    logs: Arc<Mutex<String>>,
-}
-
-impl Drop for Function {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Function {
-    fn start(binary: &Path, api: &RuntimeApi, env: &[(&str, &str)]) -> Function {
-        let runtime_api = api.addr.to_string();
-        // Every other MCP_* and AWS_* variable is left out (a fixed key so the function does
-        // not refuse to start on Lambda), whatever the test's own environment holds.
-        let mut vars = vec![
-            ("AWS_LAMBDA_RUNTIME_API", runtime_api.as_str()),
-            ("AWS_LAMBDA_FUNCTION_NAME", "mcp"),
-            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"),
-            ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST"),
-            ("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/mcp"),
-            (
-                "AWS_LAMBDA_LOG_STREAM_NAME",
-                "2026/11/29/[$LATEST]0123456789abcdef",
-            ),
-            ("MCP_REQUEST_STATE_KEY", REQUEST_STATE_KEY),
-            ("MCP_ALLOWED_HOSTS", "*"),
-        ];
-        vars.extend_from_slice(env);
-        let mut child = spawn(binary, &vars, Stdio::piped(), Stdio::piped());
-        let logs = Arc::new(Mutex::new(String::new()));
-        for pipe in [
-            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
-            Box::new(child.stderr.take().unwrap()),
-        ] {
-            let logs = logs.clone();
-            std::thread::spawn(move || {
-                use std::io::BufRead as _;
-                for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
-                    let mut logs = logs.lock().unwrap();
-                    logs.push_str(&line);
-                    logs.push('\n');
-                }
-            });
-        }
-        Function { child, logs }
-    }
-
-    /// Log lines at ERROR (JSON lines on Lambda, or the runtime's plain fallback).
-    fn errors(&self) -> Vec<String> {
-        self.logs
-            .lock()
-            .unwrap()
-            .lines()
-            .filter(|l| {
-                l.contains("\"level\":\"ERROR\"") || l.contains(" ERROR ") || l.starts_with("ERROR")
-            })
-            .map(str::to_string)
-            .collect()
-    }
-
-    fn logs(&self) -> String {
-        self.logs.lock().unwrap().clone()
-    }
-
-    /// Fails the test, with the whole log, if the function logged an error.
-    fn assert_no_errors(&self) {
-        assert_eq!(self.errors(), Vec::<String>::new(), "{}", self.logs());
-    }
-}
 
 fn event(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -375,10 +41,7 @@ fn basket() -> PathBuf {
 /// test command's `cargo test --workspace --all-targets` does, so there it is a no-op instead of
 /// a second build of the library competing with the running tests for the CPU.
 fn progress_example() -> PathBuf {
-    let dir = Path::new(env!("CARGO_BIN_EXE_basket"))
-        .parent()
-        .unwrap()
-        .join("examples");
+    let dir = support::basket::binary().parent().unwrap().join("examples");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut build = Command::new(cargo);
     build
@@ -644,19 +307,17 @@ async fn a_listen_stream_ends_with_its_result_before_the_invocation_deadline() {
         "complete",
         "{body}"
     );
-    assert_eq!(
-        buffered.errors(),
-        Vec::<String>::new(),
-        "{}",
-        buffered.logs()
-    );
+    buffered.assert_no_errors();
 }
+
+/// Accepted Invokes: each payload, with the worker invocation's answer to come.
+type Accepted = Vec<(Value, Option<oneshot::Receiver<Invocation>>)>;
 
 /// What the Invoke stand-in saw: properly signed Event invocations, by payload.
 #[derive(Default)]
 struct InvokeLog {
     /// Each accepted Invoke's payload, with the worker invocation's answer to come.
-    accepted: Mutex<Vec<(Value, Option<oneshot::Receiver<Invocation>>)>>,
+    accepted: Mutex<Accepted>,
     /// Requests refused (bad signature, not an Event, another function).
     refused: Mutex<Vec<String>>,
 }
@@ -752,14 +413,9 @@ fn signed_by_test_credentials(head: &http::request::Parts, body: &[u8]) -> Resul
 
 /// A loopback stand-in for Lambda's Invoke API (the `Event` type only): checks the signature,
 /// the invocation type and the function, answers 202, then queues the payload into the Runtime
-/// API as a new invocation, as the Lambda service does.
-async fn start_invoke_stand_in(api: Arc<RuntimeApi>, log: Arc<InvokeLog>) -> SocketAddr {
-    start_invoke_stand_in_within(api, log, Duration::from_secs(60)).await
-}
-
-/// The Invoke stand-in, whose worker invocations must end within `timeout` (the function's
-/// timeout on Lambda).
-async fn start_invoke_stand_in_within(
+/// API as a new invocation, as the Lambda service does, which must end within `timeout` (the
+/// function's timeout on Lambda).
+async fn start_invoke_stand_in(
     api: Arc<RuntimeApi>,
     log: Arc<InvokeLog>,
     timeout: Duration,
@@ -865,23 +521,108 @@ fn answer_of(invocation: &Invocation) -> (u16, String) {
     }
 }
 
+/// An answer's JSON, which must have come with status 200 (`case` names it in the failure).
+fn ok_json(invocation: &Invocation, case: &str) -> Value {
+    let (status, body) = answer_of(invocation);
+    assert_eq!(status, 200, "{case}: {body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// A `tools/call` of `name` through a Function URL.
+fn tool_call(id: u64, name: &str, arguments: Value) -> String {
+    mcp_event(
+        "function_url_tools_call",
+        id,
+        "tools/call",
+        json!({"name": name, "arguments": arguments}),
+    )
+}
+
+/// What the task tests on Lambda run against: a Runtime API, the Invoke stand-in (worker
+/// invocations must end within `timeout`) and two basket processes with their handles in
+/// DynamoDB at `endpoint` and `env` besides: two execution environments, as Lambda scales out,
+/// so polls are answered while a round runs.
+struct TaskLambda {
+    api: Arc<RuntimeApi>,
+    log: Arc<InvokeLog>,
+    functions: [Function; 2],
+}
+
+impl TaskLambda {
+    async fn start(endpoint: &str, timeout: Duration, env: &[(&str, &str)]) -> TaskLambda {
+        support::dynamodb::store(endpoint).await; // the table exists
+        let api = Arc::new(RuntimeApi::start().await);
+        let log = Arc::new(InvokeLog::default());
+        let stand_in = start_invoke_stand_in(api.clone(), log.clone(), timeout).await;
+        let mut vars = support::dynamodb::basket_env(endpoint, support::dynamodb::TABLE);
+        vars.push((
+            "AWS_ENDPOINT_URL_LAMBDA".into(),
+            format!("http://{stand_in}"),
+        ));
+        vars.push(("MCP_TASK_POLL_MS".into(), "200".into()));
+        vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let functions = [(); 2].map(|()| Function::start(&basket(), &api, &vars));
+        TaskLambda {
+            api,
+            log,
+            functions,
+        }
+    }
+
+    /// Polls `tasks/get` (each event passed through `wrap`) every `every` until the task is no
+    /// longer working, for at most 30 s from `started`: the task's result.
+    async fn finished(
+        &self,
+        task_id: &str,
+        id: u64,
+        wrap: impl Fn(String) -> String,
+        started: Instant,
+        every: Duration,
+        case: &str,
+    ) -> Value {
+        loop {
+            let get = task_client_event(id, "tasks/get", json!({"taskId": task_id}));
+            let task = ok_json(&self.api.invoke(&wrap(get)).await, case);
+            if task["result"]["status"] != "working" {
+                return task["result"].clone();
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{case}: {task}"
+            );
+            tokio::time::sleep(every).await;
+        }
+    }
+
+    /// The Invokes the stand-in accepted so far (taken) and those it refused.
+    fn invoked(&self) -> (Accepted, Vec<String>) {
+        let accepted = std::mem::take(&mut *self.log.accepted.lock().unwrap());
+        (accepted, self.log.refused.lock().unwrap().clone())
+    }
+
+    fn assert_no_errors(&self) {
+        for function in &self.functions {
+            function.assert_no_errors();
+        }
+    }
+}
+
 async fn task_round_hand_off(streaming: bool) {
     let Some(endpoint) = support::dynamodb::endpoint("the Lambda task hand-off test") else {
         return;
     };
-    support::dynamodb::store(&endpoint).await;
-    let api = Arc::new(RuntimeApi::start().await);
-    let log = Arc::new(InvokeLog::default());
-    let stand_in = start_invoke_stand_in(api.clone(), log.clone()).await;
-    let lambda_endpoint = format!("http://{stand_in}");
-    let mut env = support::dynamodb::basket_env(&endpoint, support::dynamodb::TABLE);
-    env.push(("AWS_ENDPOINT_URL_LAMBDA".into(), lambda_endpoint));
-    env.push(("MCP_TASK_POLL_MS".into(), "200".into()));
-    env.push(("MCP_LAMBDA_STREAMING".into(), streaming.to_string()));
+    let case = if streaming { "streaming" } else { "buffered" };
     const ORIGIN_SECRET: &str = "a-cdn-secret-0123456789";
+    let mut env = vec![(
+        "MCP_LAMBDA_STREAMING",
+        if streaming { "true" } else { "false" },
+    )];
     if streaming {
-        env.push(("MCP_ORIGIN_SECRET".into(), ORIGIN_SECRET.into()));
+        env.push(("MCP_ORIGIN_SECRET", ORIGIN_SECRET));
     }
+    let lambda = TaskLambda::start(&endpoint, Duration::from_secs(60), &env).await;
+    let api = &lambda.api;
     // What CloudFront adds to every caller's request when the secret is on.
     let via_cdn = |event: String| {
         let mut event: Value = serde_json::from_str(&event).unwrap();
@@ -890,49 +631,20 @@ async fn task_round_hand_off(streaming: bool) {
         }
         event.to_string()
     };
-    let vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    // Two execution environments, as Lambda scales out: polls are answered while a round runs.
-    let first = Function::start(&basket(), &api, &vars);
-    let second = Function::start(&basket(), &api, &vars);
-
-    let json_of = |invocation: Invocation| {
-        let (status, body) = answer_of(&invocation);
-        assert_eq!(status, 200, "{body}");
-        serde_json::from_str::<Value>(&body).unwrap()
-    };
+    let json_of = |invocation: Invocation| ok_json(&invocation, case);
     let created = json_of(
-        api.invoke(&via_cdn(mcp_event(
-            "function_url_tools_call",
-            1,
-            "tools/call",
-            json!({"name": "create_basket", "arguments": {}}),
-        )))
-        .await,
+        api.invoke(&via_cdn(tool_call(1, "create_basket", json!({}))))
+            .await,
     );
     let basket_id = created["result"]["structuredContent"]["basket_id"].clone();
     if streaming {
         // Around the CDN, a caller is refused: the secret is on.
-        let around = api
-            .invoke(&mcp_event(
-                "function_url_tools_call",
-                9,
-                "tools/call",
-                json!({"name": "create_basket", "arguments": {}}),
-            ))
-            .await;
+        let around = api.invoke(&tool_call(9, "create_basket", json!({}))).await;
         assert_eq!(answer_of(&around).0, 403);
     }
     assert!(basket_id.is_string(), "{created}");
-    json_of(
-        api.invoke(&via_cdn(mcp_event(
-            "function_url_tools_call",
-            2,
-            "tools/call",
-            json!({"name": "add_item",
-                   "arguments": {"basket_id": basket_id, "sku": "TEA", "quantity": 3}}),
-        )))
-        .await,
-    );
+    let added = json!({"basket_id": basket_id, "sku": "TEA", "quantity": 3});
+    json_of(api.invoke(&via_cdn(tool_call(2, "add_item", added))).await);
 
     let started = Instant::now();
     let accepted = json_of(
@@ -951,21 +663,16 @@ async fn task_round_hand_off(streaming: bool) {
     );
     let task_id = accepted["result"]["taskId"].as_str().unwrap().to_owned();
 
-    let done = loop {
-        let task = json_of(
-            api.invoke(&via_cdn(task_client_event(
-                4,
-                "tasks/get",
-                json!({"taskId": task_id}),
-            )))
-            .await,
-        );
-        if task["result"]["status"] != "working" {
-            break task["result"].clone();
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "{task}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let done = lambda
+        .finished(
+            &task_id,
+            4,
+            via_cdn,
+            started,
+            Duration::from_millis(200),
+            case,
+        )
+        .await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(
         done["result"]["structuredContent"]["status"], "checked_out",
@@ -973,9 +680,9 @@ async fn task_round_hand_off(streaming: bool) {
     );
 
     // Exactly one signed Invoke, for round 0 of this task, whose invocation ran it.
-    let accepted = std::mem::take(&mut *log.accepted.lock().unwrap());
-    assert_eq!(accepted.len(), 1, "{:?}", log.refused.lock().unwrap());
-    assert!(log.refused.lock().unwrap().is_empty());
+    let (accepted, refused) = lambda.invoked();
+    assert_eq!(accepted.len(), 1, "{refused:?}");
+    assert!(refused.is_empty());
     let (payload, answer) = accepted.into_iter().next().unwrap();
     let round: Value = serde_json::from_str(payload["body"].as_str().unwrap()).unwrap();
     assert_eq!(round, json!({"taskId": task_id, "round": 0}));
@@ -984,11 +691,10 @@ async fn task_round_hand_off(streaming: bool) {
     let (status, body) = answer_of(&worker);
     assert_eq!((status, body.as_str()), (200, "{\"ran\":true}"));
 
-    for function in [&first, &second] {
-        function.assert_no_errors();
-    }
+    lambda.assert_no_errors();
     // The metrics count DynamoDB: `add_item` reads the basket handle and writes it back on
     // its version (one `GetItem`, one conditional `UpdateItem`, no conflict here).
+    let [first, second] = &lambda.functions;
     let logs = format!("{}{}", first.logs(), second.logs());
     let add_item: Vec<Value> = logs
         .lines()
@@ -1010,39 +716,14 @@ async fn a_cancelled_or_timed_out_task_on_lambda_stops_its_work() {
     let Some(endpoint) = support::dynamodb::endpoint("the Lambda task cancel test") else {
         return;
     };
-    support::dynamodb::store(&endpoint).await;
     for (case, deadline) in [("cancelled", 60), ("failed", 2)] {
-        let api = Arc::new(RuntimeApi::start().await);
-        let log = Arc::new(InvokeLog::default());
-        let stand_in =
-            start_invoke_stand_in_within(api.clone(), log.clone(), Duration::from_secs(deadline))
-                .await;
-        let mut env = support::dynamodb::basket_env(&endpoint, support::dynamodb::TABLE);
-        env.push((
-            "AWS_ENDPOINT_URL_LAMBDA".into(),
-            format!("http://{stand_in}"),
-        ));
-        env.push(("MCP_TASK_POLL_MS".into(), "200".into()));
-        let vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let first = Function::start(&basket(), &api, &vars);
-        let second = Function::start(&basket(), &api, &vars);
-        let json_of = |invocation: Invocation| {
-            let (status, body) = answer_of(&invocation);
-            assert_eq!(status, 200, "{case}: {body}");
-            serde_json::from_str::<Value>(&body).unwrap()
-        };
-        let call = |id: u64, name: &str, arguments: Value| {
-            mcp_event(
-                "function_url_tools_call",
-                id,
-                "tools/call",
-                json!({"name": name, "arguments": arguments}),
-            )
-        };
-        let created = json_of(api.invoke(&call(1, "create_basket", json!({}))).await);
+        let lambda = TaskLambda::start(&endpoint, Duration::from_secs(deadline), &[]).await;
+        let api = &lambda.api;
+        let json_of = |invocation: Invocation| ok_json(&invocation, case);
+        let created = json_of(api.invoke(&tool_call(1, "create_basket", json!({}))).await);
         let basket_id = created["result"]["structuredContent"]["basket_id"].clone();
         let added = json!({"basket_id": basket_id, "sku": "TEA", "quantity": 3});
-        json_of(api.invoke(&call(2, "add_item", added)).await);
+        json_of(api.invoke(&tool_call(2, "add_item", added)).await);
 
         let started = Instant::now();
         let accepted = json_of(
@@ -1059,18 +740,16 @@ async fn a_cancelled_or_timed_out_task_on_lambda_stops_its_work() {
             let cancel = task_client_event(4, "tasks/cancel", json!({"taskId": task_id}));
             json_of(api.invoke(&cancel).await);
         }
-        let done = loop {
-            let get = task_client_event(5, "tasks/get", json!({"taskId": task_id}));
-            let task = json_of(api.invoke(&get).await);
-            if task["result"]["status"] != "working" {
-                break task["result"].clone();
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "{case}: {task}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
+        let done = lambda
+            .finished(
+                &task_id,
+                5,
+                |e| e,
+                started,
+                Duration::from_millis(100),
+                case,
+            )
+            .await;
         assert_eq!(done["status"], case, "{done}");
         if case == "failed" {
             let message = done["error"]["message"].as_str().unwrap();
@@ -1079,15 +758,19 @@ async fn a_cancelled_or_timed_out_task_on_lambda_stops_its_work() {
         // Past the ~3 s the order takes: the basket was never checked out.
         tokio::time::sleep(Duration::from_millis(4500).saturating_sub(started.elapsed())).await;
         let view = json_of(
-            api.invoke(&call(6, "view_basket", json!({"basket_id": basket_id})))
-                .await,
+            api.invoke(&tool_call(
+                6,
+                "view_basket",
+                json!({"basket_id": basket_id}),
+            ))
+            .await,
         );
         assert_eq!(
             view["result"]["structuredContent"]["items"][0]["quantity"], 3,
             "{case}: the basket is untouched: {view}"
         );
         // The worker invocation claimed the round, stopped it and answered in time.
-        let accepted = std::mem::take(&mut *log.accepted.lock().unwrap());
+        let (accepted, _) = lambda.invoked();
         assert_eq!(accepted.len(), 1, "{case}");
         let worker = accepted
             .into_iter()
@@ -1102,9 +785,7 @@ async fn a_cancelled_or_timed_out_task_on_lambda_stops_its_work() {
             (200, "{\"ran\":true}".to_owned()),
             "{case}"
         );
-        for function in [&first, &second] {
-            function.assert_no_errors();
-        }
+        lambda.assert_no_errors();
     }
 }
 
@@ -1170,19 +851,9 @@ async fn one_environment_serves_concurrent_invocations_when_managed_concurrency_
     const N: u64 = 4;
     let api = Arc::new(RuntimeApi::start().await);
     let function = Function::start(&basket(), &api, &[("AWS_LAMBDA_MAX_CONCURRENCY", "4")]);
-    let call = |id: u64, name: &str, arguments: Value| {
-        mcp_event(
-            "function_url_tools_call",
-            id,
-            "tools/call",
-            json!({"name": name, "arguments": arguments}),
-        )
-    };
+    let call = tool_call;
     let content = |invocation: Invocation| {
-        let (status, body) = answer_of(&invocation);
-        assert_eq!(status, 200, "{body}");
-        let json: Value = serde_json::from_str(&body).unwrap();
-        json["result"]["structuredContent"].clone()
+        ok_json(&invocation, "concurrent")["result"]["structuredContent"].clone()
     };
     let mut baskets = Vec::new();
     for n in 0..N {
@@ -1252,14 +923,7 @@ async fn every_request_writes_one_emf_record_and_its_log_lines_carry_its_ids() {
         event["headers"]["traceparent"] = TRACEPARENT.into();
         event.to_string()
     };
-    let call = |id: u64, name: &str, arguments: Value| {
-        traced(mcp_event(
-            "function_url_tools_call",
-            id,
-            "tools/call",
-            json!({"name": name, "arguments": arguments}),
-        ))
-    };
+    let call = |id: u64, name: &str, arguments: Value| traced(tool_call(id, name, arguments));
     let created = api.invoke(&call(1, "create_basket", json!({}))).await;
     let (status, body) = answer_of(&created);
     assert_eq!(status, 200, "{body}");

@@ -3,7 +3,7 @@
 //! filter asks for, owner-bound resource subscriptions, and every way a stream ends with its
 //! result (the maximum, the invocation deadline, shutdown).
 
-mod support;
+use mcp_lambda_test_support as support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};

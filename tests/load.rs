@@ -37,7 +37,7 @@
 //!   the client goes on from whichever it was. A basket that cannot be read to settle it is
 //!   dropped from the check (counted as unsettled, not as lost).
 
-mod support;
+use mcp_lambda_test_support as support;
 
 use std::{
     collections::BTreeMap,

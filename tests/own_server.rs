@@ -3,7 +3,7 @@
 //! library adds with no plumbing: the capabilities listen needs, the template, owner-only reads,
 //! listen on a note, errors that name what is missing.
 
-mod support;
+use mcp_lambda_test_support as support;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! `subscriptions/listen` stream runs on both feeds (memory; DynamoDB, the task read in the
 //! poll's one `BatchGetItem`).
 
-mod support;
+use mcp_lambda_test_support as support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

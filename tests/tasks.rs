@@ -5,7 +5,7 @@
 //! `MCP_TEST_DYNAMODB_ENDPOINT` (`scripts/dynamodb-tests.sh` starts DynamoDB Local and sets
 //! it); without it the DynamoDB cases fail under CI and are skipped, loudly, elsewhere.
 
-mod support;
+use mcp_lambda_test_support as support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

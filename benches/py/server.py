@@ -1,6 +1,6 @@
 """The Python SDK (mcp 2.3.0) peer for benches/side-by-side.sh.
 
-The same three tools with the same JSON answers as benches/support/tools.rs, on the low-level
+The same three tools with the same JSON answers as test-support/src/tools.rs, on the low-level
 `Server` (hand-written JSON schemas, so tools/list matches the other servers), served statelessly
 with JSON responses by uvicorn, one worker, on 127.0.0.1 only.
 

@@ -11,10 +11,7 @@
 //!   `{"issuer": URL, "token": JWT}` to `OUT` (the token valid for three hours, for `AUDIENCE`)
 //!   and serves until killed.
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../tests/support/jwt.rs"]
-mod jwt;
-
+use mcp_lambda_test_support::jwt;
 use std::{
     io::{Read as _, Write as _},
     net::{SocketAddr, TcpStream},

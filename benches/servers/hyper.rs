@@ -5,9 +5,7 @@
 //! servers, and no MCP logic at all — no envelope or header checks, no handler, no cache hints.
 //! "Within 1.5× of minimal hyper" is measured against this.
 
-#[path = "../support/tools.rs"]
-mod tools;
-
+use mcp_lambda_test_support::tools;
 use std::{convert::Infallible, sync::Arc};
 
 use bytes::Bytes;

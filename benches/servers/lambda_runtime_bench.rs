@@ -3,8 +3,9 @@
 //! CONCURRENCY BURST [EMULATED]`.
 //!
 //! The basket binary and a minimal `lambda_http` function (`bench_lambda_hello`), each run as a
-//! Lambda function under its own loopback Runtime API (2018-06-01, as `tests/lambda_runtime.rs`
-//! emulates it), measured the way Lambda measures them:
+//! Lambda function under its own loopback Runtime API (2018-06-01: the emulator
+//! `tests/lambda_runtime.rs` runs against too, `mcp_lambda_test_support::lambda_runtime`), measured
+//! the way Lambda measures them:
 //!
 //! - **INIT**: from exec to the function's first `GET /runtime/invocation/next` (where Lambda's
 //!   INIT phase ends), `INITS` fresh processes of each, interleaved; with the process's CPU time
@@ -30,34 +31,23 @@
 //! line per measurement to `OUT.jsonl`; the functions' logs go to `LOG_DIR`. Tokens are never
 //! written anywhere.
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../tests/support/jwt.rs"]
-mod jwt;
-
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../tests/support/dynamodb.rs"]
-mod dynamodb;
-
-#[allow(dead_code)]
-#[path = "../support/proc.rs"]
-mod proc;
-
-use proc::cpu_ticks;
+use mcp_lambda_test_support::basket::REQUEST_STATE_KEY;
+use mcp_lambda_test_support::lambda_runtime::{self, Invocation, RuntimeApi};
+use mcp_lambda_test_support::proc::cpu_ticks;
+use mcp_lambda_test_support::{dynamodb, jwt};
 
 use std::{
-    collections::{HashMap, VecDeque},
     convert::Infallible,
     fs::File,
     io::Write as _,
     net::SocketAddr,
     path::{Path, PathBuf},
-    process::{Child, Command, ExitCode, Stdio},
-    sync::{Arc, Mutex},
+    process::ExitCode,
     time::{Duration, Instant},
 };
 
 use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode};
+use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
@@ -68,10 +58,6 @@ use tokio::{net::TcpListener, sync::oneshot};
 const AUDIENCE: &str = "https://bench.example/mcp";
 /// The table the benchmark keeps its baskets in (created if missing).
 const TABLE: &str = "mcp-handles-bench";
-/// A fixed request-state key, so the basket does not generate one and warn about it.
-const REQUEST_STATE_KEY: &str = "aw9C5Pf6gzD8Za8qaDXAJvlBHm0BKpbS1aXWFQoBUpE=";
-/// The memory size the function is told it has (it only reads it; nothing here limits it).
-const MEMORY_MB: &str = "128";
 /// A Function URL event; its body and MCP headers are replaced per invocation.
 const EVENT: &str = include_str!("../../events/function_url_tools_call.json");
 /// Invocations of each operation before measuring.
@@ -80,105 +66,53 @@ const WARM_UP: usize = 20;
 const ADDS_PER_BASKET: usize = 2000;
 const SKUS: [&str; 4] = ["TEA", "COFFEE", "SUGAR", "MILK"];
 
-/// One answered invocation, as the Runtime API saw it.
-struct Done {
-    /// When the event was handed out on `/next`.
-    out: Instant,
-    /// When the `/response` (or `/error`) body had arrived.
-    answered: Instant,
-    body: Bytes,
-    error: bool,
+/// A function process under its own Runtime API; killed when dropped.
+struct Function {
+    api: RuntimeApi,
+    process: lambda_runtime::Function,
 }
 
-#[derive(Default)]
-struct State {
-    pending: Mutex<VecDeque<(String, String)>>,
-    results: Mutex<HashMap<String, oneshot::Sender<Done>>>,
-    /// Handed-out times of the invocations in flight, by request id.
-    out: Mutex<HashMap<String, Instant>>,
-    wake: tokio::sync::Notify,
-    /// Every `GET /next` arrival, in order: the first ends INIT, each later one an invocation.
-    polls: Mutex<Vec<Instant>>,
-    polled: tokio::sync::Notify,
-    init_error: Mutex<Option<String>>,
-}
-
-/// A loopback Runtime API serving one function process.
-struct RuntimeApi {
-    addr: SocketAddr,
-    state: Arc<State>,
-    next_id: u64,
-}
-
-impl RuntimeApi {
-    async fn start() -> std::io::Result<RuntimeApi> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        let state = Arc::new(State::default());
-        let served = state.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                let _ = stream.set_nodelay(true);
-                let state = served.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |request| {
-                        let state = state.clone();
-                        async move { Ok::<_, Infallible>(handle(state, request).await) }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
-        Ok(RuntimeApi {
-            addr,
-            state,
-            next_id: 0,
-        })
+impl Function {
+    /// Starts `binary` with a clean environment (no inherited `MCP_*`, `AWS_*` or `BENCH_*`) and
+    /// `env`, its output appended to `log`.
+    async fn start(binary: &Path, env: &[(String, String)], log: &Path) -> Result<Self, String> {
+        let api = RuntimeApi::start().await;
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|e| format!("{}: {e}", log.display()))?;
+        let stdout = log.try_clone().map_err(|e| e.to_string())?;
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let process = lambda_runtime::Function::start_with_output(
+            binary,
+            &api,
+            &env,
+            stdout.into(),
+            log.into(),
+        );
+        Ok(Function { api, process })
     }
 
-    fn polls(&self) -> usize {
-        self.state.polls.lock().unwrap().len()
+    /// Waits for the end of INIT: (INIT duration, CPU ticks spent by then).
+    async fn init(&mut self) -> Result<(Duration, u64), String> {
+        let at = self.api.polled(1, Duration::from_secs(30)).await?;
+        Ok((at - self.process.started(), self.cpu_ticks()))
     }
 
-    /// Waits until the function has polled `/next` `count` times; the time of that poll.
-    async fn polled(&self, count: usize, within: Duration) -> Result<Instant, String> {
-        let deadline = Instant::now() + within;
-        loop {
-            let notified = self.state.polled.notified();
-            if let Some(at) = self.state.polls.lock().unwrap().get(count - 1) {
-                return Ok(*at);
-            }
-            if let Some(error) = self.state.init_error.lock().unwrap().clone() {
-                return Err(format!("the function failed its INIT: {error}"));
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(format!("no poll number {count} on /next within {within:?}"));
-            }
-            let _ = tokio::time::timeout(left.min(Duration::from_millis(100)), notified).await;
-        }
+    fn cpu_ticks(&self) -> u64 {
+        cpu_ticks(self.process.pid()).unwrap_or(0)
     }
 
     /// Queues `event` without waiting; the receiver hears the answer.
-    fn enqueue(&mut self, event: String) -> oneshot::Receiver<Done> {
-        self.next_id += 1;
-        let id = format!("00000000-0000-4000-8000-{:012}", self.next_id);
-        let (tx, rx) = oneshot::channel();
-        self.state.results.lock().unwrap().insert(id.clone(), tx);
-        self.state.pending.lock().unwrap().push_back((id, event));
-        self.state.wake.notify_one();
-        rx
+    fn enqueue(&self, event: String) -> oneshot::Receiver<Invocation> {
+        self.api.enqueue(&event, Duration::from_secs(60))
     }
 
     /// One invocation, the function idle on `/next`: hands `event` out, waits for the answer
     /// and for the function's next poll. Returns (billed duration, response latency, body).
-    async fn invoke(&mut self, event: String) -> Result<(Duration, Duration, Bytes), String> {
-        let polls = self.polls();
+    async fn invoke(&mut self, event: String) -> Result<(Duration, Duration, Vec<u8>), String> {
+        let polls = self.api.polls();
         let rx = self.enqueue(event);
         let done = tokio::time::timeout(Duration::from_secs(60), rx)
             .await
@@ -187,160 +121,11 @@ impl RuntimeApi {
         if done.error {
             return Err(format!(
                 "the function posted an error: {}",
-                String::from_utf8_lossy(&done.body)
+                String::from_utf8_lossy(&done.body())
             ));
         }
-        let next = self.polled(polls + 1, Duration::from_secs(60)).await?;
-        Ok((next - done.out, done.answered - done.out, done.body))
-    }
-}
-
-async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Full<Bytes>> {
-    let path = request.uri().path().to_string();
-    let reply = |status: StatusCode, body: &'static str| {
-        Response::builder()
-            .status(status)
-            .body(Full::new(Bytes::from_static(body.as_bytes())))
-            .unwrap()
-    };
-    if request.method() == Method::GET && path == "/2018-06-01/runtime/invocation/next" {
-        state.polls.lock().unwrap().push(Instant::now());
-        state.polled.notify_waiters();
-        loop {
-            let notified = state.wake.notified();
-            let next = state.pending.lock().unwrap().pop_front();
-            if let Some((id, event)) = next {
-                let deadline = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_millis()
-                    + 60_000;
-                let response = Response::builder()
-                    .header("content-type", "application/json")
-                    .header("lambda-runtime-aws-request-id", id.as_str())
-                    .header("lambda-runtime-deadline-ms", deadline.to_string())
-                    .header(
-                        "lambda-runtime-invoked-function-arn",
-                        "arn:aws:lambda:us-east-1:123456789012:function:mcp",
-                    )
-                    .header(
-                        "lambda-runtime-trace-id",
-                        "Root=1-674a1b2c-0123456789abcdef01234567;Sampled=0",
-                    )
-                    .body(Full::new(Bytes::from(event)))
-                    .unwrap();
-                state.out.lock().unwrap().insert(id, Instant::now());
-                return response;
-            }
-            notified.await;
-        }
-    }
-    let parts: Vec<&str> = path
-        .trim_start_matches("/2018-06-01/runtime/")
-        .split('/')
-        .collect();
-    match (request.method(), parts.as_slice()) {
-        (&Method::POST, ["invocation", id, kind @ ("response" | "error")]) => {
-            let id = id.to_string();
-            let error = *kind == "error";
-            let body = request
-                .into_body()
-                .collect()
-                .await
-                .map(|c| c.to_bytes())
-                .unwrap_or_default();
-            let answered = Instant::now();
-            let out = state.out.lock().unwrap().remove(&id);
-            if let (Some(out), Some(tx)) = (out, state.results.lock().unwrap().remove(&id)) {
-                let _ = tx.send(Done {
-                    out,
-                    answered,
-                    body,
-                    error,
-                });
-            }
-            reply(StatusCode::ACCEPTED, "{\"status\":\"OK\"}")
-        }
-        (&Method::POST, ["init", "error"]) => {
-            let body = request
-                .into_body()
-                .collect()
-                .await
-                .map(|c| c.to_bytes())
-                .unwrap_or_default();
-            *state.init_error.lock().unwrap() = Some(String::from_utf8_lossy(&body).into_owned());
-            state.polled.notify_waiters();
-            reply(StatusCode::ACCEPTED, "{\"status\":\"OK\"}")
-        }
-        _ => reply(StatusCode::NOT_FOUND, "not found"),
-    }
-}
-
-/// A function process under its own Runtime API; killed when dropped.
-struct Function {
-    api: RuntimeApi,
-    child: Child,
-    started: Instant,
-}
-
-impl Drop for Function {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Function {
-    /// Starts `binary` with a clean environment (no inherited `MCP_*` or `AWS_*`) and `env`.
-    async fn start(binary: &Path, env: &[(String, String)], log: &Path) -> Result<Self, String> {
-        let api = RuntimeApi::start().await.map_err(|e| e.to_string())?;
-        let log = File::options()
-            .create(true)
-            .append(true)
-            .open(log)
-            .map_err(|e| format!("{}: {e}", log.display()))?;
-        let mut command = Command::new(binary);
-        for (name, _) in std::env::vars_os() {
-            if name.to_str().is_some_and(|n| {
-                n.starts_with("MCP_") || n.starts_with("AWS_") || n == "BENCH_HELLO_THREADS"
-            }) {
-                command.env_remove(name);
-            }
-        }
-        command
-            .env("AWS_LAMBDA_RUNTIME_API", api.addr.to_string())
-            .env("AWS_LAMBDA_FUNCTION_NAME", "mcp")
-            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", MEMORY_MB)
-            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-            .env("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/mcp")
-            .env(
-                "AWS_LAMBDA_LOG_STREAM_NAME",
-                "2026/12/01/[$LATEST]0123456789abcdef",
-            )
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().map_err(|e| e.to_string())?)
-            .stderr(log);
-        let started = Instant::now();
-        let child = command
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
-        Ok(Function {
-            api,
-            child,
-            started,
-        })
-    }
-
-    /// Waits for the end of INIT: (INIT duration, CPU ticks spent by then).
-    async fn init(&mut self) -> Result<(Duration, u64), String> {
-        let at = self.api.polled(1, Duration::from_secs(30)).await?;
-        let ticks = cpu_ticks(self.child.id()).unwrap_or(0);
-        Ok((at - self.started, ticks))
-    }
-
-    fn cpu_ticks(&self) -> u64 {
-        cpu_ticks(self.child.id()).unwrap_or(0)
+        let next = self.api.polled(polls + 1, Duration::from_secs(60)).await?;
+        Ok((next - done.out, done.answered - done.out, done.body()))
     }
 }
 
@@ -479,7 +264,7 @@ impl Bench {
                 let (init, ticks) = function.init().await?;
                 self.next_rpc += 1;
                 let event = mcp_event(self.next_rpc, "tools/list", json!({}), token);
-                let (duration, latency, body) = function.api.invoke(event).await?;
+                let (duration, latency, body) = function.invoke(event).await?;
                 if !hello {
                     result_of(&body).map_err(|e| format!("cold tools/list ({kind}): {e}"))?;
                 }
@@ -588,7 +373,7 @@ impl Bench {
                 "tools/call",
                 json!({"name": "create_basket", "arguments": {}}),
             );
-            let (_, _, body) = function.api.invoke(event).await?;
+            let (_, _, body) = function.invoke(event).await?;
             let created = result_of(&body).map_err(|e| format!("create_basket: {e}"))?;
             baskets.push(created["structuredContent"]["basket_id"].clone());
         }
@@ -613,7 +398,7 @@ impl Bench {
                     ),
                     _ => self.event("tools/list", json!({})),
                 };
-                receivers.push(function.api.enqueue(event));
+                receivers.push(function.enqueue(event));
             }
             let mut latencies = Vec::with_capacity(burst);
             for rx in receivers {
@@ -624,7 +409,7 @@ impl Bench {
                 if done.error {
                     return Err(format!("{}: posted an error", op.name()));
                 }
-                result_of(&done.body).map_err(|e| format!("{} (concurrent): {e}", op.name()))?;
+                result_of(&done.body()).map_err(|e| format!("{} (concurrent): {e}", op.name()))?;
                 latencies.push((done.answered - done.out).as_secs_f64() * 1e3);
             }
             let wall = started.elapsed();
@@ -693,7 +478,7 @@ impl Bench {
                             json!({"name": "create_basket", "arguments": {}}),
                             &self.token,
                         );
-                        let (_, _, body) = function.api.invoke(event).await?;
+                        let (_, _, body) = function.invoke(event).await?;
                         let created =
                             result_of(&body).map_err(|e| format!("create_basket: {e}"))?;
                         basket_id = created["structuredContent"]["basket_id"].clone();
@@ -721,7 +506,7 @@ impl Bench {
                             )
                         }
                     };
-                    let (duration, latency, body) = function.api.invoke(event).await?;
+                    let (duration, latency, body) = function.invoke(event).await?;
                     invocations += 1;
                     let checked = if op.is_hello() {
                         serde_json::from_slice::<Value>(&body)

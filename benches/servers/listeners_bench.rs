@@ -18,19 +18,8 @@
 //! 100⌉ by more than the slack a late tick explains, or (at up to 1,000 streams) when a delivery
 //! took longer than two poll intervals.
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../tests/support/dynamodb.rs"]
-mod dynamodb;
-
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../tests/support/counting_proxy.rs"]
-mod counting_proxy;
-
-#[allow(dead_code)]
-#[path = "../support/proc.rs"]
-mod proc;
-
 use counting_proxy::CountingProxy;
+use mcp_lambda_test_support::{counting_proxy, dynamodb, proc};
 
 use std::{
     collections::HashMap,

@@ -1,9 +1,9 @@
 //! Run with: `MCP_BIND=127.0.0.1:3100 MCP_LOG=warn cargo run --release --example bench_server`
 //!
 //! The mcp-lambda server of the side-by-side benchmark (`benches/side-by-side.sh`): the three
-//! benchmark tools (`benches/support/tools.rs`) behind mcp-lambda in local mode — every layer on
-//! (front checks, cache hints, cursors) and auth when `MCP_AUTH_*` is set, exactly as a user's
-//! `main` would build it.
+//! benchmark tools (`mcp_lambda_test_support::tools`) behind mcp-lambda in local mode — every
+//! layer on (front checks, cache hints, cursors) and auth when `MCP_AUTH_*` is set, exactly as a
+//! user's `main` would build it.
 //!
 //! ```text
 //! curl -s http://127.0.0.1:3100/mcp -H 'Content-Type: application/json' \
@@ -13,8 +13,7 @@
 //!         "io.modelcontextprotocol/clientCapabilities":{}}}}'
 //! ```
 
-#[path = "../support/tools.rs"]
-mod tools;
+use mcp_lambda_test_support::tools;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -1,13 +1,11 @@
 //! Run with: `BENCH_BIND=127.0.0.1:3101 cargo run --release --example bench_rmcp`
 //!
 //! The bare-rmcp server of the side-by-side benchmark (`benches/side-by-side.sh`): the same
-//! handler as `bench_server` (`benches/support/tools.rs`) on rmcp's own `StreamableHttpService`,
+//! handler as `bench_server` (`mcp_lambda_test_support::tools`) on rmcp's own `StreamableHttpService`,
 //! stateless with JSON responses, served by the same hyper HTTP/1.1 accept loop mcp-lambda uses
 //! locally — so the difference between the two is mcp-lambda's layers and nothing else.
 
-#[path = "../support/tools.rs"]
-mod tools;
-
+use mcp_lambda_test_support::tools;
 use std::sync::Arc;
 
 use hyper::server::conn::http1;

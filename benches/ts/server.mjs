@@ -1,5 +1,5 @@
 // The TypeScript SDK v2 peer for benches/side-by-side.sh: the same three tools with the same
-// JSON answers as benches/support/tools.rs, served statelessly by `createMcpHandler` (a fresh
+// JSON answers as test-support/src/tools.rs, served statelessly by `createMcpHandler` (a fresh
 // McpServer per request, as the SDK intends), JSON responses, on plain node:http.
 //
 // Run with: PORT=3102 node benches/ts/server.mjs   (127.0.0.1 only)

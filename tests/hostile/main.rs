@@ -16,9 +16,6 @@
 //! raw-TCP exchange, the checks of each answer and the servers the cases run
 //! against.
 
-#[path = "../support/mod.rs"]
-mod support;
-
 mod catalogue;
 mod runner;
 
@@ -28,6 +25,7 @@ use std::{
 };
 
 use catalogue::*;
+use mcp_lambda_test_support as support;
 use runner::*;
 use serde_json::json;
 use support::jwt::{Issuer, TestKey};

@@ -10,9 +10,6 @@
 //! - `add {a, b}` (integers) → their sum, in decimal;
 //! - `upper {text}` → the text upper-cased.
 
-// Each bench target and bench server includes this file and uses a different part of it.
-#![allow(dead_code)]
-
 use std::sync::Arc;
 
 use rmcp::{

@@ -1,6 +1,6 @@
 //! A loopback TCP proxy in front of a DynamoDB endpoint that records every request's operation:
 //! what the request-count tests (`tests/dynamodb.rs`) and the listener benchmark
-//! (`benches/servers/listeners_bench.rs`, which includes this file) count with.
+//! (`benches/servers/listeners_bench.rs`) count with.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -3,8 +3,9 @@
 //! way every test starts a server process, with a clean environment.
 
 use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -18,22 +19,41 @@ pub const VERSION: &str = "2026-07-28";
 /// A fixed test key, so the server does not generate one and warn about it.
 pub const REQUEST_STATE_KEY: &str = "aw9C5Pf6gzD8Za8qaDXAJvlBHm0BKpbS1aXWFQoBUpE=";
 
-/// The basket binary cargo built for this test target.
+/// The basket binary cargo built for the test target running now: `CARGO_BIN_EXE_basket`, which
+/// cargo sets when it runs an integration test, or else the `basket` next to the test's own
+/// folder (`target/<profile>/deps/<test>` → `target/<profile>/basket`).
+///
+/// # Panics
+///
+/// When neither names a file.
 pub fn binary() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_basket"))
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let path = std::env::var_os("CARGO_BIN_EXE_basket")
+            .map(PathBuf::from)
+            .or_else(|| {
+                let exe = std::env::current_exe().ok()?;
+                Some(exe.parent()?.parent()?.join("basket"))
+            })
+            .expect("the test executable's path");
+        assert!(path.is_file(), "no basket binary at {}", path.display());
+        path
+    })
 }
 
 /// Starts `binary` (the basket, or an example built on this crate) with a clean environment:
-/// every `MCP_*` and `AWS_*` variable of the test's own environment is removed, so a shell or
-/// CI job cannot change what the process reads; then `env` is set in order (a later pair wins
-/// over an earlier one). Stdin is closed. Every test starts its servers here.
+/// every `MCP_*`, `AWS_*` and `BENCH_*` variable of the test's own environment is removed, so a
+/// shell or CI job cannot change what the process reads; then `env` is set in order (a later
+/// pair wins over an earlier one). Stdin is closed. Every test and benchmark starts its servers
+/// here.
 pub fn spawn(binary: &Path, env: &[(&str, &str)], stdout: Stdio, stderr: Stdio) -> Child {
     let mut command = Command::new(binary);
     for (name, _) in std::env::vars_os() {
-        if name
-            .to_str()
-            .is_some_and(|name| name.starts_with("MCP_") || name.starts_with("AWS_"))
-        {
+        if name.to_str().is_some_and(|name| {
+            ["MCP_", "AWS_", "BENCH_"]
+                .iter()
+                .any(|p| name.starts_with(p))
+        }) {
             command.env_remove(name);
         }
     }

@@ -1,0 +1,27 @@
+//! The helpers mcp-lambda's own tests (`tests/`) and benchmark servers (`benches/`) share, one
+//! copy of each: a workspace crate (`test-support/`, not published) the root package takes as a
+//! dev-dependency, used as `use mcp_lambda_test_support as support;`.
+//!
+//! - [`fixture`]: a small MCP server and request builders that call the service in-process;
+//! - [`basket`]: the one way to start the basket binary (or another server binary) with a clean
+//!   environment, and a client for it over real HTTP;
+//! - [`jwt`]: real keys, real signatures and a loopback issuer;
+//! - `dynamodb` (feature `dynamodb`): the DynamoDB test endpoint, a client on it and the shared
+//!   table;
+//! - [`sse`]: a `subscriptions/listen` answer read message by message;
+//! - [`counting_proxy`]: a proxy in front of DynamoDB that records each request's operation;
+//! - [`lambda_runtime`]: a loopback Lambda Runtime API and function processes under it
+//!   (`tests/lambda_runtime.rs`, `benches/servers/lambda_runtime_bench.rs`);
+//! - [`tools`]: the three benchmark tools every Rust server of the benchmarks serves;
+//! - [`proc`]: what the kernel says a benchmarked process has used.
+
+pub mod basket;
+pub mod counting_proxy;
+#[cfg(feature = "dynamodb")]
+pub mod dynamodb;
+pub mod fixture;
+pub mod jwt;
+pub mod lambda_runtime;
+pub mod proc;
+pub mod sse;
+pub mod tools;
