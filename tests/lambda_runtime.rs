@@ -375,10 +375,7 @@ fn basket() -> PathBuf {
 /// test command's `cargo test --workspace --all-targets` does, so there it is a no-op instead of
 /// a second build of the library competing with the running tests for the CPU.
 fn progress_example() -> PathBuf {
-    let dir = Path::new(env!("CARGO_BIN_EXE_basket"))
-        .parent()
-        .unwrap()
-        .join("examples");
+    let dir = support::basket::binary().parent().unwrap().join("examples");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut build = Command::new(cargo);
     build

@@ -3,8 +3,9 @@
 //! way every test starts a server process, with a clean environment.
 
 use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -18,9 +19,40 @@ pub const VERSION: &str = "2026-07-28";
 /// A fixed test key, so the server does not generate one and warn about it.
 pub const REQUEST_STATE_KEY: &str = "aw9C5Pf6gzD8Za8qaDXAJvlBHm0BKpbS1aXWFQoBUpE=";
 
-/// The basket binary cargo built for this test target.
+/// The basket binary (basket/), built from this tree by the first call, beside this test's own
+/// executable. It is another package's binary, which cargo builds for no test of this one
+/// (`CARGO_BIN_EXE_*` names only the test's own package's), so this runs `cargo build
+/// --workspace --bin basket --example hello`: with an example, the features the test command's
+/// `cargo test --workspace --all-targets` resolves (the dev-dependencies' unified in), so there
+/// it is a no-op instead of a second build of the library.
 pub fn binary() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_basket"))
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        // `<target dir>/<profile>/deps/<this test>`: the basket goes to `<target dir>/<profile>`.
+        let exe = std::env::current_exe().expect("the test's own path");
+        let profile = exe.parent().and_then(Path::parent).expect("a target dir");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = Command::new(cargo);
+        build
+            .args([
+                "build",
+                "--quiet",
+                "--workspace",
+                "--bin",
+                "basket",
+                "--example",
+                "hello",
+            ])
+            .arg("--target-dir")
+            .arg(profile.parent().expect("a target dir"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if !cfg!(debug_assertions) {
+            build.arg("--release");
+        }
+        let status = build.status().expect("running cargo build --bin basket");
+        assert!(status.success(), "cargo build --bin basket failed");
+        profile.join("basket")
+    })
 }
 
 /// Starts `binary` (the basket, or an example built on this crate) with a clean environment:
