@@ -492,7 +492,7 @@ PORT="$(free_port)"
 WATCH_ENV="MCP_REQUEST_STATE_KEY=$KEY
 MCP_ALLOWED_HOSTS=127.0.0.1,localhost,$EVENT_HOSTS
 MCP_LOG=info"
-watch "$PORT" "$LOGS/watch-basket.log" -p mcp-lambda --bin basket
+watch "$PORT" "$LOGS/watch-basket.log" -p basket --bin basket
 if wait_ready "$PORT"; then pass watch-basket-ready; else fail watch-basket-ready "see $LOGS/watch-basket.log"; fi
 if only_loopback "$PORT"; then pass watch-listens-on-loopback-only; else fail watch-listens-on-loopback-only "$(ss -ltnH "sport = :$PORT")"; fi
 check discover python3 scripts/lambda_client.py discover "http://127.0.0.1:$PORT/mcp"
