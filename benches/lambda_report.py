@@ -20,7 +20,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 BEGIN, END = "<!-- lambda-runtime:begin -->", "<!-- lambda-runtime:end -->"
 OPS = ["hello", "hello-one-thread", "tools/list", "view_basket", "add_item"]
-# DynamoDB requests per operation, from src/bin/basket/tools.rs and src/handles/dynamodb.rs:
+# DynamoDB requests per operation, from basket/src/tools.rs and src/handles/dynamodb.rs:
 # view_basket is a store touch (one conditional UpdateItem, ReturnValues ALL_NEW); add_item reads
 # the basket (GetItem, ConsistentRead) and writes it back on its version (one conditional
 # UpdateItem); tools/list and hello touch no table. Checked below against the metrics' count.

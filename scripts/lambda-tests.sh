@@ -492,7 +492,7 @@ PORT="$(free_port)"
 WATCH_ENV="MCP_REQUEST_STATE_KEY=$KEY
 MCP_ALLOWED_HOSTS=127.0.0.1,localhost,$EVENT_HOSTS
 MCP_LOG=info"
-watch "$PORT" "$LOGS/watch-basket.log" -p mcp-lambda --bin basket
+watch "$PORT" "$LOGS/watch-basket.log" -p basket --bin basket
 if wait_ready "$PORT"; then pass watch-basket-ready; else fail watch-basket-ready "see $LOGS/watch-basket.log"; fi
 if only_loopback "$PORT"; then pass watch-listens-on-loopback-only; else fail watch-listens-on-loopback-only "$(ss -ltnH "sport = :$PORT")"; fi
 check discover python3 scripts/lambda_client.py discover "http://127.0.0.1:$PORT/mcp"
@@ -511,15 +511,27 @@ MCP_ALLOWED_HOSTS=127.0.0.1
 MCP_LAMBDA_STREAMING=true
 MCP_SSE_KEEP_ALIVE_SECS=1
 MCP_LOG=info"
-# -p: the workspace has two packages with binaries (basket, conformance); without it cargo-lambda
-# serves no default function route for an example and every request gets its "use
-# /lambda-url/:function_name" error.
-watch "$PORT" "$LOGS/watch-progress.log" -p mcp-lambda --example progress
-if wait_ready "$PORT"; then pass watch-progress-ready; else fail watch-progress-ready "see $LOGS/watch-progress.log"; fi
+# cargo-lambda serves a default function route (requests on /, as a Function URL) only when the
+# package it is given with -p has exactly one binary, and counts no examples: the example's
+# package, the library, has none (the basket is basket/'s), and without -p there are two
+# (basket, conformance), where every request gets its "use /lambda-url/:function_name" error. So
+# cargo-lambda serves the Lambda APIs only, with -p basket for its one default route, and the
+# example, built here, runs against them with the variables cargo-lambda would give it.
+watch "$PORT" "$LOGS/watch-progress.log" -p basket --only-lambda-apis
+progress="$CARGO_TARGET_DIR/debug/examples/progress"
+if cargo build --locked --workspace --example progress >"$LOGS/build-progress.log" 2>&1; then
+  mapfile -t vars <<<"$WATCH_ENV"
+  setsid env "${vars[@]}" AWS_LAMBDA_RUNTIME_API="http://127.0.0.1:$PORT/.rt" AWS_LAMBDA_FUNCTION_NAME=_ \
+    AWS_LAMBDA_FUNCTION_VERSION=1 AWS_LAMBDA_FUNCTION_MEMORY_SIZE=4096 "$progress" >"$LOGS/progress.log" 2>&1 &
+  WATCHES+=("$!")
+  if wait_ready "$PORT"; then pass watch-progress-ready; else fail watch-progress-ready "see $LOGS/progress.log"; fi
+else
+  fail watch-progress-ready "cargo build --example progress failed: see $LOGS/build-progress.log"
+fi
 check streamed-tools-call-with-progress python3 scripts/lambda_client.py progress "http://127.0.0.1:$PORT/mcp"
 check streamed-202-is-not-empty python3 scripts/lambda_client.py notification "http://127.0.0.1:$PORT/mcp"
 stop_watches
-if ! grep -q '"level":"ERROR"' "$LOGS/watch-progress.log"; then pass streaming-logged-no-errors; else fail streaming-logged-no-errors "$(grep '"level":"ERROR"' "$LOGS/watch-progress.log" | head -3)"; fi
+if ! grep -q '"level":"ERROR"' "$LOGS/progress.log"; then pass streaming-logged-no-errors; else fail streaming-logged-no-errors "$(grep '"level":"ERROR"' "$LOGS/progress.log" | head -3)"; fi
 
 echo
 if [ ${#failures[@]} -gt 0 ]; then echo "failing: ${failures[*]} (logs in $LOGS)"; fi

@@ -13,8 +13,8 @@ must occur exactly once, so a change to template.yaml that moves it fails here, 
 SAM's cargo-lambda build needs `BuildProperties: Binary` only when the crate at `CodeUri` has
 more than one binary ("Binary – Optional. Specify when a single Cargo package defines more than
 one binary", https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/building-rust.html).
-The repository's package has its examples and a workspace beside it, so its templates name
-`basket`; the starter is a crate with one binary, so its templates name none, and the one name a
+The repository's templates build at the workspace root, whose members are the library (with its
+examples), the basket (basket/) and the conformance fixture, so they name `basket`; the starter is a crate with one binary, so its templates name none, and the one name a
 user changes is the package's in starter/Cargo.toml.
 
   python3 scripts/templates.py           writes the three files

@@ -5,12 +5,9 @@
 //! The expected answer is keyed by the file's case (`<source>_<case>.json`); a file with a case
 //! missing from [`expected`] fails, so a new event cannot go unchecked.
 
-#[path = "../src/bin/basket/tools.rs"]
-#[allow(dead_code)]
-mod tools;
-
 use std::{collections::HashMap, path::PathBuf, time::Duration};
 
+use basket::Basket;
 use bytes::Bytes;
 use http::StatusCode;
 use http_body_util::BodyExt;
@@ -98,7 +95,7 @@ impl Setup {
     }
 }
 
-fn service(setup: Setup) -> McpService<tools::Basket> {
+fn service(setup: Setup) -> McpService<Basket> {
     let hosts = [
         "abcdefghij1234567890klmnopqrstuv.lambda-url.us-east-1.on.aws",
         "a1b2c3d4e5.execute-api.us-east-1.amazonaws.com",
@@ -122,12 +119,12 @@ fn service(setup: Setup) -> McpService<tools::Basket> {
     }
     let baskets = mcp_lambda::handles::Handles::new(
         mcp_lambda::handles::memory(),
-        tools::KIND,
+        basket::KIND,
         Duration::from_secs(86_400),
     );
     App::new(config(&vars))
-        .resource(tools::resource::resource(&baskets))
-        .server(tools::Basket::new(baskets))
+        .resource(basket::resource::resource(&baskets))
+        .server(Basket::new(baskets))
         .service()
 }
 
@@ -158,7 +155,7 @@ struct Answer {
     body: Bytes,
 }
 
-async fn buffered(service: &McpService<tools::Basket>, event: &str) -> Answer {
+async fn buffered(service: &McpService<Basket>, event: &str) -> Answer {
     let request = lambda_http::request::from_str(event).expect("lambda_http decodes the event");
     let response = LambdaBuffered(service.clone())
         .oneshot(request)
@@ -178,7 +175,7 @@ async fn buffered(service: &McpService<tools::Basket>, event: &str) -> Answer {
     }
 }
 
-async fn streamed(service: &McpService<tools::Basket>, event: &str) -> Answer {
+async fn streamed(service: &McpService<Basket>, event: &str) -> Answer {
     let request = lambda_http::request::from_str(event).expect("lambda_http decodes the event");
     let response = LambdaStreaming(service.clone())
         .oneshot(request)

@@ -28,12 +28,9 @@
 //! MCP path without `Cache-Control`.
 #![no_main]
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../src/bin/basket/tools.rs"]
-mod tools;
-
 use std::{collections::HashMap, sync::OnceLock, time::Duration};
 
+use basket::Basket;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use libfuzzer_sys::fuzz_target;
@@ -43,7 +40,7 @@ use tower::ServiceExt as _;
 
 struct Harness {
     runtime: tokio::runtime::Runtime,
-    service: McpService<tools::Basket>,
+    service: McpService<Basket>,
 }
 
 fn harness() -> &'static Harness {
@@ -69,13 +66,13 @@ fn harness() -> &'static Harness {
             Config::from_lookup(|name| vars.get(name).map(|v| v.to_string())).expect("config");
         let baskets = mcp_lambda::handles::Handles::new(
             mcp_lambda::handles::memory(),
-            tools::KIND,
+            basket::KIND,
             config.handles.ttl,
         );
         let service = runtime.block_on(async {
             App::new(config)
-                .resource(tools::resource::resource(&baskets))
-                .server(tools::Basket::new(baskets))
+                .resource(basket::resource::resource(&baskets))
+                .server(Basket::new(baskets))
                 .service()
         });
         Harness { runtime, service }

@@ -19,25 +19,39 @@ pub const VERSION: &str = "2026-07-28";
 /// A fixed test key, so the server does not generate one and warn about it.
 pub const REQUEST_STATE_KEY: &str = "aw9C5Pf6gzD8Za8qaDXAJvlBHm0BKpbS1aXWFQoBUpE=";
 
-/// The basket binary cargo built for the test target running now: `CARGO_BIN_EXE_basket`, which
-/// cargo sets when it runs an integration test, or else the `basket` next to the test's own
-/// folder (`target/<profile>/deps/<test>` → `target/<profile>/basket`).
-///
-/// # Panics
-///
-/// When neither names a file.
+/// The basket binary (basket/), built from this tree by the first call, beside this test's own
+/// executable. It is another package's binary, which cargo builds for no test of this one
+/// (`CARGO_BIN_EXE_*` names only the test's own package's), so this runs `cargo build
+/// --workspace --bin basket --example hello`: with an example, the features the test command's
+/// `cargo test --workspace --all-targets` resolves (the dev-dependencies' unified in), so there
+/// it is a no-op instead of a second build of the library.
 pub fn binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
-        let path = std::env::var_os("CARGO_BIN_EXE_basket")
-            .map(PathBuf::from)
-            .or_else(|| {
-                let exe = std::env::current_exe().ok()?;
-                Some(exe.parent()?.parent()?.join("basket"))
-            })
-            .expect("the test executable's path");
-        assert!(path.is_file(), "no basket binary at {}", path.display());
-        path
+        // `<target dir>/<profile>/deps/<this test>`: the basket goes to `<target dir>/<profile>`.
+        let exe = std::env::current_exe().expect("the test's own path");
+        let profile = exe.parent().and_then(Path::parent).expect("a target dir");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = Command::new(cargo);
+        build
+            .args([
+                "build",
+                "--quiet",
+                "--workspace",
+                "--bin",
+                "basket",
+                "--example",
+                "hello",
+            ])
+            .arg("--target-dir")
+            .arg(profile.parent().expect("a target dir"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if !cfg!(debug_assertions) {
+            build.arg("--release");
+        }
+        let status = build.status().expect("running cargo build --bin basket");
+        assert!(status.success(), "cargo build --bin basket failed");
+        profile.join("basket")
     })
 }
 

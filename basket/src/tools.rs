@@ -30,19 +30,15 @@ use mcp_lambda::rmcp::{self, RoleServer, schemars, tool, tool_handler, tool_rout
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-// The file beside this one, named by path: `tests/lambda_events.rs` and the fuzz target include
-// this file by path, and it brings the resource along.
-#[path = "resource.rs"]
-pub(crate) mod resource;
-
-/// The handle kind for baskets.
-pub(crate) const KIND: &str = "basket";
+/// The handle kind of baskets: open the store's handles with it (`App::handles(KIND)`).
+pub const KIND: &str = "basket";
 
 /// How long each step of `place_order` takes: long enough to show a task, short for tests.
 const ORDER_STEP: Duration = Duration::from_secs(1);
 
-/// How each tool may run: `place_order` as a task when the client allows one.
-pub(crate) fn task_policy(tool: &str, _caller: &Caller) -> mcp_lambda::tasks::TaskPolicy {
+/// How each tool may run: `place_order` as a task when the client allows one, the others never
+/// (`App::tasks(tasks, task_policy)`).
+pub fn task_policy(tool: &str, _caller: &Caller) -> mcp_lambda::tasks::TaskPolicy {
     match tool {
         "place_order" => mcp_lambda::tasks::TaskPolicy::Optional,
         _ => mcp_lambda::tasks::TaskPolicy::Never,
@@ -59,11 +55,11 @@ const MAX_LINES: usize = 100;
 const MAX_SKU_LEN: usize = 64;
 
 /// The basket server: six tools over typed handles; each basket is also a resource
-/// (`resource.rs`), which the library serves.
+/// ([`crate::resource`]), which the library serves.
 ///
 /// Built once at start-up and served as it is.
 #[derive(Clone)]
-pub(crate) struct Basket {
+pub struct Basket {
     baskets: Handles<Contents>,
     ttl: Duration,
     tool_router: Arc<ToolRouter<Self>>,
@@ -147,9 +143,9 @@ pub(crate) struct CheckoutSummary {
     total_quantity: u64,
 }
 
-/// What a basket handle stores.
+/// What a basket handle stores: `{"items": {"<sku>": <quantity>}}`.
 #[derive(Debug, Default, Serialize, Deserialize)]
-pub(crate) struct Contents {
+pub struct Contents {
     items: BTreeMap<String, u32>,
 }
 
@@ -286,8 +282,9 @@ impl IntoContents for ToolError {
 
 #[tool_router(router = tool_router)]
 impl Basket {
-    /// A basket server over `baskets`, which expire after their TTL without use.
-    pub(crate) fn new(baskets: Handles<Contents>) -> Self {
+    /// A basket server over `baskets`, which expire after their TTL without use (the tool
+    /// descriptions state it).
+    pub fn new(baskets: Handles<Contents>) -> Self {
         let ttl = baskets.ttl();
         let mut router = Self::tool_router();
         let ttl_text = human(ttl);
@@ -513,7 +510,7 @@ const INSTRUCTIONS: &str = "A shopping basket kept between calls. Call create_ba
     can also be read as the resource basket://{basket_id}. Baskets belong to the caller and \
     expire after a period of inactivity; when a basket_id stops working, create a new basket.";
 
-/// The tools; the library serves each basket as a resource (`resource.rs`) and announces what
+/// The tools; the library serves each basket as a resource ([`crate::resource`]) and announces what
 /// `subscriptions/listen` needs (`tools.listChanged`, `resources.subscribe`).
 #[tool_handler(router = self.tool_router)]
 impl rmcp::ServerHandler for Basket {
@@ -666,7 +663,7 @@ fn validate_quantity(quantity: i64) -> Result<u32, ToolError> {
 }
 
 /// `24 h`, `90 min`, `45 s`: the TTL as tool descriptions and messages show it.
-fn human(ttl: Duration) -> String {
+pub(crate) fn human(ttl: Duration) -> String {
     let secs = ttl.as_secs();
     match secs {
         0 => format!("{} ms", ttl.as_millis()),

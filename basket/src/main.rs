@@ -33,10 +33,8 @@
 //! count as use (the expiry stays where it is). Reads are never public: whatever
 //! `MCP_CACHE_RESOURCES_READ` says, their `cacheScope` is `private` (default `0,private`).
 
-mod tools;
-
+use basket::{Basket, KIND, resource, task_policy};
 use mcp_lambda::{App, Config, Error, config::Mode};
-use tools::{Basket, KIND, resource};
 
 fn main() -> Result<(), Error> {
     // One thread on on-demand Lambda (one invocation at a time), a worker per core elsewhere.
@@ -58,7 +56,7 @@ async fn serve() -> Result<(), Error> {
     let baskets = app.handles(KIND);
     app = app.resource(resource::resource(&baskets));
     if let Some(tasks) = tasks {
-        app = app.tasks(tasks, tools::task_policy);
+        app = app.tasks(tasks, task_policy);
     }
     app.server(Basket::new(baskets)).run().await
 }

@@ -21,13 +21,13 @@
 use mcp_lambda::handler::HandleResource;
 use mcp_lambda::handles::Handles;
 
-use super::{Contents, human, view};
+use crate::tools::{Contents, human, view};
 
 /// The one resource template.
-pub(crate) const URI_TEMPLATE: &str = "basket://{basket_id}";
+pub const URI_TEMPLATE: &str = "basket://{basket_id}";
 
 /// Each basket in `baskets` as `basket://{basket_id}`, read as the object `view_basket` returns.
-pub(crate) fn resource(baskets: &Handles<Contents>) -> HandleResource {
+pub fn resource(baskets: &Handles<Contents>) -> HandleResource {
     let ttl = baskets.ttl();
     HandleResource::with_view(URI_TEMPLATE, baskets, move |basket| view(basket, ttl))
         .with_name("basket")
