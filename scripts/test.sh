@@ -98,6 +98,9 @@ suite starter scripts/starter-tests.sh
 
 # --- The benchmark harness, smoke mode (every server answers, numbers come out)
 suite bench-smoke benches/side-by-side.sh --smoke
+# --- The instruction-count driver of BENCHMARKS.md's "CPU per request", each kind once (it
+#     asserts every answer is the kind it counts)
+check instructions-smoke bash -c 'for kind in tools_list tools_call listen refused; do cargo run --locked --quiet --example bench_instructions -- "$kind" 20 || exit 1; done'
 # --- The Lambda runtime-path benchmark, smoke mode (the basket and a lambda_http hello under
 #     loopback Runtime APIs, DynamoDB Local; numbers come out)
 suite lambda-runtime-smoke benches/lambda-runtime.sh --smoke

@@ -18,7 +18,6 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
         Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-        Tool,
     },
     service::RequestContext,
 };
@@ -50,11 +49,10 @@ impl ServerHandler for Changing {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let schema = json!({"type": "object", "properties": {}});
-        Ok(ListToolsResult::with_all_items(vec![Tool::new(
+        Ok(ListToolsResult::with_all_items(vec![fixture::tool(
             "noop",
             "Does nothing.",
-            schema.as_object().unwrap().clone(),
+            json!({}),
         )]))
     }
 }

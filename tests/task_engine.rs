@@ -25,7 +25,7 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
     },
     service::RequestContext,
 };
@@ -79,11 +79,10 @@ impl ServerHandler for Worker {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let schema = json!({"type": "object", "properties": {"ms": {"type": "integer"}}});
-        Ok(ListToolsResult::with_all_items(vec![Tool::new(
+        Ok(ListToolsResult::with_all_items(vec![fixture::tool(
             "work",
             "Works for a while.",
-            schema.as_object().unwrap().clone(),
+            json!({"ms": {"type": "integer"}}),
         )]))
     }
 

@@ -62,9 +62,10 @@ pub(crate) struct Checked {
     pub(crate) id: Option<Value>,
     /// Whether the body had `params`.
     pub(crate) has_params: bool,
-    /// The message as parsed, without its id (a step that reads more of the body reads it
-    /// here, not by parsing the body again).
-    pub(crate) message: Map<String, Value>,
+    /// The message as parsed, without its id, kept for `subscriptions/listen` only: the one
+    /// step after this that reads more of the body (`listen.rs`) reads it here instead of
+    /// parsing the body again. Every other request frees it here, as soon as it is checked.
+    pub(crate) message: Option<Map<String, Value>>,
 }
 
 /// A POST body read as one JSON object, parsed once refusing a repeated key, with its id
@@ -142,7 +143,7 @@ pub(crate) fn check(
                 era: Era::Legacy,
                 id,
                 has_params: false,
-                message: object,
+                message: None,
             });
         }
         None if object.contains_key("result") || object.contains_key("error") => {
@@ -185,7 +186,7 @@ pub(crate) fn check(
             era,
             id,
             has_params,
-            message: object,
+            message: None,
         });
     }
 
@@ -263,13 +264,14 @@ pub(crate) fn check(
     if rmcp_gaps::list_cursor_is_not_a_string(&method, params) {
         return Err(Rejection::InvalidParams("cursor must be a string".into()));
     }
+    let message = (method == "subscriptions/listen").then_some(object);
     Ok(Checked {
         method,
         name,
         era: Era::Modern,
         id,
         has_params,
-        message: object,
+        message,
     })
 }
 

@@ -33,7 +33,7 @@ pub(super) async fn prepare(
     parts: &mut Parts,
     checked: &mut Checked,
 ) -> Result<(Bytes, Option<Vec<String>>), Rejection> {
-    let mut message = Value::Object(std::mem::take(&mut checked.message));
+    let mut message = Value::Object(checked.message.take().unwrap_or_default());
     let Some(requested) = message
         .pointer("/params/notifications")
         .and_then(|f| SubscriptionFilter::deserialize(f).ok())

@@ -33,17 +33,11 @@ impl ServerHandler for Fixture {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let schema = json!({"type": "object", "properties": {}});
-        let tools = (0..5)
-            .map(|i| {
-                Tool::new(
-                    format!("echo_{i}"),
-                    "Answers with its own name.",
-                    schema.as_object().unwrap().clone(),
-                )
-            })
-            .collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        Ok(ListToolsResult::with_all_items(
+            (0..5)
+                .map(|i| tool(format!("echo_{i}"), "Answers with its own name.", json!({})))
+                .collect(),
+        ))
     }
 
     async fn call_tool(
@@ -61,6 +55,16 @@ impl ServerHandler for Fixture {
             ContentBlock::text(request.name.to_string()),
         ])))
     }
+}
+
+/// A tool of a test's handler: `name`, `description`, and an object schema whose `properties`
+/// are `properties`.
+pub fn tool(name: impl Into<String>, description: &'static str, properties: Value) -> Tool {
+    let schema = json!({"type": "object", "properties": properties});
+    let Value::Object(schema) = schema else {
+        unreachable!("json! of an object is an object")
+    };
+    Tool::new(name.into(), description, schema)
 }
 
 /// A lookup of `vars` alone, for `Config::from_lookup` and `Config::load_from_lookup`.
