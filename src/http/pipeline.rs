@@ -413,7 +413,6 @@ where
     B::Data: Send,
     B::Error: Display + Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let forbidden = || Err(Rejection::ForgedTaskRound);
     let (parts, body) = request.into_parts();
     let token = parts
         .headers
@@ -421,18 +420,17 @@ where
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    let Ok(body) = body_limit::collect(&parts.headers, body, 4096).await else {
-        return forbidden();
-    };
+    let body = body_limit::collect(&parts.headers, body, 4096)
+        .await
+        .map_err(|_| Rejection::ForgedTaskRound)?;
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Round {
         task_id: String,
         round: u32,
     }
-    let Ok(Round { task_id, round }) = serde_json::from_slice::<Round>(&body) else {
-        return forbidden();
-    };
+    let Round { task_id, round } =
+        serde_json::from_slice(&body).map_err(|_| Rejection::ForgedTaskRound)?;
     if !tasks.round_token_ok(&token, &task_id, round) {
         // Anyone can send the header: one line per 10 s at most.
         static FORGED: crate::logging::Sampled =
@@ -443,11 +441,9 @@ where
                 "a task round with a bad or expired token was refused"
             );
         }
-        return forbidden();
+        return Err(Rejection::ForgedTaskRound);
     }
-    let Ok(id) = task_id.parse() else {
-        return forbidden();
-    };
+    let id = task_id.parse().map_err(|_| Rejection::ForgedTaskRound)?;
     let now = std::time::SystemTime::now();
     let until = parts
         .extensions

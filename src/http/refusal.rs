@@ -278,12 +278,13 @@ impl Rejection {
             Self::MethodNotFound(method) => format!("Method not found: {method}"),
             Self::Unavailable(why) => format!("Unavailable: {why}"),
             Self::CallerLimit { why, .. } => format!("Too many requests: {why}"),
+            // Answered as plain text or auth's challenge: no JSON-RPC message.
             Self::NotThroughCdn
             | Self::RepeatedHost
             | Self::NotFound(_)
             | Self::MethodNotAllowed
             | Self::ForgedTaskRound
-            | Self::Unauthorized(_) => self.text().unwrap_or("").trim_end().to_owned(),
+            | Self::Unauthorized(_) => String::new(),
         }
     }
 
@@ -322,7 +323,7 @@ impl Rejection {
     pub fn into_response(self, id: Option<&Value>) -> HttpResponse {
         if let Some(text) = self.text() {
             let mut response = text_response(self.status(), text);
-            if self == Self::MethodNotAllowed {
+            if matches!(self, Self::MethodNotAllowed) {
                 response
                     .headers_mut()
                     .insert(header::ALLOW, HeaderValue::from_static("POST"));
