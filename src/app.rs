@@ -64,6 +64,7 @@ impl App {
     /// a subscriber the program installed first is kept).
     pub fn new(mut config: Config) -> Self {
         config.log.init();
+        config.warn_of_unknown_variables();
         let started = config.auth_warming.take();
         let auth = config.auth.as_ref().map(|settings| match started {
             Some(warming) if warming.is_for(settings) => warming,

@@ -76,6 +76,94 @@ pub struct Config {
     pub metrics: MetricsSettings,
     /// The issuer's keys, their fetch started by [`Config::load`] (the app adopts it).
     pub(crate) auth_warming: Option<Warming>,
+    /// The `MCP_` variables of the process environment no concept reads (a misspelt name is
+    /// otherwise silently ignored), each with the known name it is closest to; the app warns
+    /// of each once its log is up.
+    pub(crate) unknown_variables: Vec<(String, Option<&'static str>)>,
+}
+
+/// Every variable a concept of this crate reads (the test below checks this list against the
+/// source), so that start-up can name the `MCP_` variables it does not know.
+const KNOWN_VARIABLES: &[&str] = &[
+    "MCP_ALLOWED_HOSTS",
+    "MCP_ALLOWED_ORIGINS",
+    "MCP_AUTH_AUDIENCE",
+    "MCP_AUTH_CA_FILE",
+    "MCP_AUTH_CLIENT_IDS",
+    "MCP_AUTH_DISCOVER_REQUIRES_TOKEN",
+    "MCP_AUTH_INTROSPECTION_CACHE_SECS",
+    "MCP_AUTH_INTROSPECTION_CLIENT_ID",
+    "MCP_AUTH_INTROSPECTION_CLIENT_SECRET",
+    "MCP_AUTH_INTROSPECTION_CLIENT_SECRET_SSM_PARAMETER",
+    "MCP_AUTH_INTROSPECTION_URL",
+    "MCP_AUTH_ISSUER",
+    "MCP_AUTH_JWKS_MIN_REFRESH_SECS",
+    "MCP_AUTH_JWKS_URL",
+    "MCP_AUTH_LEEWAY_SECS",
+    "MCP_AUTH_MAX_TOKEN_BYTES",
+    "MCP_AUTH_METHOD_SCOPES",
+    "MCP_AUTH_SCOPES_SUPPORTED",
+    "MCP_AUTH_TOOL_SCOPES",
+    "MCP_AWS_CONNECT_TIMEOUT_MS",
+    "MCP_AWS_OPERATION_TIMEOUT_MS",
+    "MCP_AWS_READ_TIMEOUT_MS",
+    "MCP_BIND",
+    "MCP_CACHE_PROMPTS_LIST",
+    "MCP_CACHE_RESOURCES_LIST",
+    "MCP_CACHE_RESOURCES_READ",
+    "MCP_CACHE_RESOURCES_TEMPLATES_LIST",
+    "MCP_CACHE_SERVER_DISCOVER",
+    "MCP_CACHE_TOOLS_LIST",
+    "MCP_DRAIN_SECS",
+    "MCP_HANDLES_MAX_PER_CALLER",
+    "MCP_HANDLES_TABLE",
+    "MCP_HANDLE_TTL_SECS",
+    "MCP_LAMBDA_STREAMING",
+    "MCP_LEGACY_SESSIONS",
+    "MCP_LISTEN_MAX_SECS",
+    "MCP_LISTEN_MAX_STREAMS",
+    "MCP_LISTEN_MAX_STREAMS_PER_CALLER",
+    "MCP_LISTEN_POLL_MS",
+    "MCP_LOG",
+    "MCP_MAX_BODY_BYTES",
+    "MCP_METRICS",
+    "MCP_METRICS_NAMESPACE",
+    "MCP_ORIGIN_SECRET",
+    "MCP_ORIGIN_SECRET_HEADER",
+    "MCP_PAGE_SIZE",
+    "MCP_PATH",
+    "MCP_READ_TIMEOUT_SECS",
+    "MCP_REQUEST_STATE_KEY",
+    "MCP_REQUEST_STATE_KEY_PREVIOUS",
+    "MCP_REQUEST_STATE_KEY_SSM_PARAMETER",
+    "MCP_SSE_KEEP_ALIVE_SECS",
+    "MCP_TASK_LEASE_SECS",
+    "MCP_TASK_MAX_PER_CALLER",
+    "MCP_TASK_POLL_MS",
+    "MCP_TASK_TTL_SECS",
+];
+
+/// The `MCP_` names among `names` that no concept reads, each with the closest known name
+/// (at most a third of its letters away), for the start-up warning.
+fn unknown_variables(names: impl Iterator<Item = String>) -> Vec<(String, Option<&'static str>)> {
+    let mut unknown: Vec<_> = names
+        .filter(|name| name.starts_with("MCP_") && !KNOWN_VARIABLES.contains(&name.as_str()))
+        .map(|name| {
+            let closest = KNOWN_VARIABLES
+                .iter()
+                .map(|known| (crate::env::edit_distance(&name, known), *known))
+                .min()
+                .filter(|(distance, _)| *distance <= name.len() / 3)
+                .map(|(_, known)| known);
+            (name, closest)
+        })
+        .collect();
+    unknown.sort();
+    unknown
+}
+
+fn process_variable_names() -> impl Iterator<Item = String> {
+    std::env::vars_os().filter_map(|(name, _)| name.into_string().ok())
 }
 
 impl Config {
@@ -87,7 +175,9 @@ impl Config {
     /// # Ok::<(), mcp_lambda::config::ConfigError>(())
     /// ```
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|name| std::env::var(name).ok())
+        let mut config = Self::from_lookup(|name| std::env::var(name).ok())?;
+        config.unknown_variables = unknown_variables(process_variable_names());
+        Ok(config)
     }
 
     /// The configuration a local run gets with nothing set.
@@ -132,7 +222,26 @@ impl Config {
     /// A [`ConfigError`] naming the variable when a value is unusable or a key cannot be
     /// fetched (missing parameter, no permission, unreachable endpoint, not base64 of ≥ 32 bytes).
     pub async fn load() -> Result<Self, ConfigError> {
-        Self::load_from_lookup(|name| std::env::var(name).ok()).await
+        let mut config = Self::load_from_lookup(|name| std::env::var(name).ok()).await?;
+        config.unknown_variables = unknown_variables(process_variable_names());
+        Ok(config)
+    }
+
+    /// Logs a warning for each `MCP_` variable of the process environment that no setting
+    /// reads, naming the known one it is closest to (the app does this at start-up).
+    pub(crate) fn warn_of_unknown_variables(&self) {
+        for (name, closest) in &self.unknown_variables {
+            match closest {
+                Some(known) => tracing::warn!(
+                    variable = %name,
+                    "{name} is not a setting of mcp-lambda and is ignored; did you mean {known}?"
+                ),
+                None => tracing::warn!(
+                    variable = %name,
+                    "{name} is not a setting of mcp-lambda and is ignored (docs/configuration.md lists them)"
+                ),
+            }
+        }
     }
 
     /// [`Config::load`] through `lookup` for the `MCP_*` variables. The AWS endpoint, region
@@ -171,6 +280,7 @@ impl Config {
             log: LogSettings::from_env(env)?,
             metrics: MetricsSettings::from_env(env)?,
             auth_warming: None,
+            unknown_variables: Vec::new(),
         })
     }
 
@@ -200,6 +310,59 @@ mod tests {
                 .find(|(k, _)| *k == name)
                 .map(|(_, v)| v.to_string())
         })
+    }
+
+    #[test]
+    fn unknown_mcp_variables_are_named_with_the_closest_known_one() {
+        let names = ["MCP_AUTH_CLIENTID", "MCP_BIND", "PATH", "MCP_ZZZZZZZZZZ"];
+        let unknown = unknown_variables(names.iter().map(|n| n.to_string()));
+        assert_eq!(
+            unknown,
+            [
+                ("MCP_AUTH_CLIENTID".to_string(), Some("MCP_AUTH_CLIENT_IDS")),
+                ("MCP_ZZZZZZZZZZ".to_string(), None),
+            ]
+        );
+    }
+
+    /// Every `"MCP_…"` name the library's source spells out is in `KNOWN_VARIABLES`, so a new
+    /// setting cannot be warned of as unknown.
+    #[test]
+    fn every_variable_the_source_reads_is_known() {
+        fn visit(dir: &std::path::Path, found: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    visit(&path, found);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    // Tests spell out unknown names on purpose; settings are read above them.
+                    let text = text.split("#[cfg(test)]").next().unwrap();
+                    for (at, _) in text.match_indices("\"MCP_") {
+                        let name: String = text[at + 1..]
+                            .chars()
+                            .take_while(|c| {
+                                c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_'
+                            })
+                            .collect();
+                        if name.len() > 4 && text[at + 1 + name.len()..].starts_with('"') {
+                            found.push(name);
+                        }
+                    }
+                }
+            }
+        }
+        let mut found = Vec::new();
+        visit(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut found,
+        );
+        assert!(found.len() > 40, "the scan found the settings: {found:?}");
+        let missing: Vec<_> = found
+            .iter()
+            .filter(|name| !KNOWN_VARIABLES.contains(&name.as_str()))
+            .collect();
+        assert!(missing.is_empty(), "add to KNOWN_VARIABLES: {missing:?}");
     }
 
     #[test]

@@ -62,6 +62,24 @@ impl ConfigError {
     }
 }
 
+/// The Levenshtein distance between `a` and `b` (bytes), for "did you mean …?".
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let b = b.as_bytes();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.bytes().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 /// The variables of one configuration, read through a lookup function (the
 /// process environment, or a map in tests). Blank values count as unset.
 pub(crate) struct Env<'a> {

@@ -754,3 +754,199 @@ async fn a_private_issuer_over_https_is_trusted_through_mcp_auth_ca_file_and_onl
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+const COGNITO_POOL: &str = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_AbC123";
+
+/// A Cognito user-pool issuer, keys served from loopback (`MCP_AUTH_JWKS_URL`): the claims
+/// are Cognito's documented access-token shape (no `aud`; `client_id`, `token_use`, scopes
+/// `<resource-server-identifier>/<scope>`). `scripts/cognito-tests.sh` runs the same cases
+/// with the tokens moto's `cognito-idp` emulator issues.
+async fn cognito(extra: &[(&str, &str)]) -> (Setup, impl Fn(&str, &str) -> Value) {
+    let keys = vec![TestKey::rsa("cognito-1")];
+    let issuer = Issuer::start(&keys.iter().collect::<Vec<_>>()).await;
+    let jwks = format!("{}/jwks.json", issuer.url);
+    let read = format!("*={AUDIENCE}/basket:read");
+    let mut vars = vec![
+        ("MCP_AUTH_ISSUER", COGNITO_POOL),
+        ("MCP_AUTH_AUDIENCE", AUDIENCE),
+        ("MCP_AUTH_JWKS_URL", jwks.as_str()),
+        ("MCP_AUTH_TOOL_SCOPES", read.as_str()),
+    ];
+    vars.extend_from_slice(extra);
+    let service = service(&vars);
+    let claims = |token_use: &str, scope: &str| {
+        json!({"sub": "5f1c0b1e-ada", "iss": COGNITO_POOL, "client_id": "app-client-1",
+               "token_use": token_use, "scope": scope, "auth_time": now() - 5,
+               "iat": now() - 5, "exp": now() + 600, "jti": "j-1", "version": 2,
+               "username": "ada"})
+    };
+    (
+        Setup {
+            issuer,
+            keys,
+            service,
+        },
+        claims,
+    )
+}
+
+#[tokio::test]
+async fn a_cognito_access_token_is_bound_to_this_server_by_its_resource_server_scopes() {
+    let (s, claims) = cognito(&[]).await;
+    let key = &s.keys[0];
+    let ours = format!("{AUDIENCE}/basket:read");
+    let ok = post(
+        &s.service,
+        bearer(call("echo_1"), &key.sign(&claims("access", &ours))),
+    )
+    .await;
+    assert_eq!(ok.status, 200, "{}", ok.text);
+
+    let mut id_token = claims("id", "");
+    id_token["aud"] = json!("app-client-1");
+    let cases = [
+        ("an ID token", key.sign(&id_token), "ID token"),
+        (
+            "moto's own scope only",
+            key.sign(&claims("access", "aws.cognito.signin.user.admin")),
+            "create a resource server with the identifier",
+        ),
+        (
+            "a scope of another resource server",
+            key.sign(&claims(
+                "access",
+                "https://other.example.com/mcp/basket:read",
+            )),
+            "no scope of the resource server",
+        ),
+        (
+            "no token_use",
+            {
+                let mut c = claims("access", &ours);
+                c.as_object_mut().unwrap().remove("token_use");
+                key.sign(&c)
+            },
+            "token_use",
+        ),
+        (
+            "another user pool",
+            {
+                let mut c = claims("access", &ours);
+                c["iss"] = json!("https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Other9");
+                key.sign(&c)
+            },
+            "issuer",
+        ),
+    ];
+    for (what, token, says) in cases {
+        let a = post(&s.service, bearer(call("echo_1"), &token)).await;
+        assert_eq!(a.status, 401, "{what}: {}", a.text);
+        let c = challenge(&a);
+        assert!(c.contains(r#"error="invalid_token""#), "{what}: {c}");
+        assert!(a.text.contains(says), "{what}: {}", a.text);
+        assert!(
+            !a.text.contains("resource="),
+            "{what}: Cognito ignores resource=: {}",
+            a.text
+        );
+    }
+}
+
+#[tokio::test]
+async fn cognito_scope_names_work_in_full_in_the_scope_maps_and_the_metadata() {
+    let write = format!("{AUDIENCE}/basket:write");
+    let tools = format!("echo_0={write},*={AUDIENCE}/basket:read");
+    let extra = [("MCP_AUTH_TOOL_SCOPES", tools.as_str())];
+    let (s, claims) = cognito(&extra).await;
+    let reader = s.keys[0].sign(&claims("access", &format!("{AUDIENCE}/basket:read")));
+    let a = post(&s.service, bearer(call("echo_0"), &reader)).await;
+    assert_eq!(a.status, 403, "{}", a.text);
+    assert!(
+        challenge(&a).contains(&format!(r#"scope="{write}""#)),
+        "{}",
+        challenge(&a)
+    );
+    let writer = s.keys[0].sign(&claims(
+        "access",
+        &format!("{write} {AUDIENCE}/basket:read"),
+    ));
+    assert_eq!(
+        post(&s.service, bearer(call("echo_0"), &writer))
+            .await
+            .status,
+        200
+    );
+    let metadata = send(
+        &s.service,
+        "GET",
+        "/.well-known/oauth-protected-resource/mcp",
+        &[],
+        vec![],
+    )
+    .await;
+    let document = metadata.json();
+    assert_eq!(document["authorization_servers"][0], COGNITO_POOL);
+    assert!(
+        document["scopes_supported"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(write)),
+        "{document}"
+    );
+}
+
+#[tokio::test]
+async fn only_the_clients_mcp_auth_client_ids_lists_are_accepted() {
+    let s = setup(&[("MCP_AUTH_CLIENT_IDS", "web, tests")]).await;
+    let listed = s.token("basic");
+    assert_eq!(
+        post(&s.service, bearer(call("echo_1"), &listed))
+            .await
+            .status,
+        200
+    );
+    let mut claims = s.issuer.claims(AUDIENCE, "alice", "basic");
+    claims["client_id"] = json!("rogue-client");
+    let rogue = s.keys[0].sign(&claims);
+    let a = post(&s.service, bearer(call("echo_1"), &rogue)).await;
+    assert_eq!(a.status, 401, "{}", a.text);
+    assert!(
+        a.text.contains("rogue-client") && a.text.contains("MCP_AUTH_CLIENT_IDS"),
+        "{}",
+        a.text
+    );
+    claims.as_object_mut().unwrap().remove("client_id");
+    claims["azp"] = json!("web");
+    let by_azp = s.keys[0].sign(&claims);
+    assert_eq!(
+        post(&s.service, bearer(call("echo_1"), &by_azp))
+            .await
+            .status,
+        200
+    );
+}
+
+/// An opaque token is never accepted unchecked: with the introspection endpoint unreachable
+/// the answer is 503 with `Retry-After`, and a JWT is still verified locally meanwhile.
+#[tokio::test]
+async fn an_opaque_token_the_issuer_cannot_be_asked_about_is_answered_503() {
+    let dead = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/introspect", listener.local_addr().unwrap())
+    };
+    let s = setup(&[
+        ("MCP_AUTH_INTROSPECTION_URL", dead.as_str()),
+        ("MCP_AUTH_INTROSPECTION_CLIENT_ID", "mcp-server"),
+        ("MCP_AUTH_INTROSPECTION_CLIENT_SECRET", "s3cret"),
+    ])
+    .await;
+    let a = post(&s.service, bearer(call("echo_1"), "2YotnFZFEjr1zCsicMWpAA")).await;
+    assert_eq!(a.status, 503, "{}", a.text);
+    assert_eq!(a.header("retry-after"), Some("1"));
+    assert!(!a.text.contains("s3cret") && !a.text.contains("2YotnFZFEjr1zCsicMWpAA"));
+    let jwt = s.token("basic");
+    assert_eq!(
+        post(&s.service, bearer(call("echo_1"), &jwt)).await.status,
+        200
+    );
+}

@@ -10,6 +10,7 @@ use http::{HeaderMap, HeaderValue, Uri, header};
 
 use super::{
     AuthSettings, Principal,
+    introspection::{Failure, Introspector},
     jwks::Jwks,
     jwt::{self, TokenError},
     token_cache::VerifiedTokens,
@@ -21,6 +22,8 @@ pub struct Authenticator {
     settings: Arc<AuthSettings>,
     jwks: Jwks,
     verified: VerifiedTokens,
+    /// Opaque tokens' introspection, when configured.
+    introspector: Option<Introspector>,
     metadata_url: String,
 }
 
@@ -45,6 +48,9 @@ pub enum Challenge {
     InvalidToken(TokenError),
     /// Valid token, missing scopes (403, `insufficient_scope`).
     InsufficientScope,
+    /// The token could not be checked: the issuer's introspection endpoint is down or
+    /// answered something unreadable (503 with `Retry-After`; never a pass).
+    Unavailable,
 }
 
 impl Authenticator {
@@ -52,10 +58,15 @@ impl Authenticator {
     pub fn new(settings: Arc<AuthSettings>) -> Self {
         let jwks = Jwks::new(&settings);
         let metadata_url = settings.metadata_url();
+        let introspector = settings
+            .introspection
+            .as_ref()
+            .map(|introspection| Introspector::new(introspection, &settings.extra_roots));
         Self {
             settings,
             jwks,
             verified: VerifiedTokens::default(),
+            introspector,
             metadata_url,
         }
     }
@@ -111,6 +122,27 @@ impl Authenticator {
             }
         };
         let (now, leeway) = (jwt::now_secs(), self.settings.leeway.as_secs_f64());
+        if let Some(introspector) = &self.introspector
+            && !jwt::looks_like_jws(token)
+        {
+            let principal = introspector
+                .principal(token, &self.jwks, &self.settings, now)
+                .await
+                .map_err(|failure| match failure {
+                    Failure::Refused(why) => refuse(Challenge::InvalidToken(why)),
+                    Failure::Unavailable(why) => {
+                        // The issuer's words (URL, status) are for the operator; one line per
+                        // 10 s at most, as any client can send opaque tokens.
+                        static DOWN: crate::logging::Sampled =
+                            crate::logging::Sampled::per(std::time::Duration::from_secs(10));
+                        if let Some(held_back) = DOWN.allow() {
+                            tracing::warn!(error = %why, held_back, "token introspection failed; answering 503");
+                        }
+                        refuse(Challenge::Unavailable)
+                    }
+                })?;
+            return self.decide_scopes(principal, &required, &refuse);
+        }
         let principal = match self
             .verified
             .get(token, self.jwks.generation(), now, leeway)
@@ -129,6 +161,16 @@ impl Authenticator {
                 principal
             }
         };
+        self.decide_scopes(principal, &required, &refuse)
+    }
+
+    /// The principal, if it holds every scope the operation needs.
+    fn decide_scopes(
+        &self,
+        principal: Principal,
+        required: &[String],
+        refuse: &impl Fn(Challenge) -> Refusal,
+    ) -> Result<Option<Principal>, Refusal> {
         if !required.iter().all(|s| principal.has_scope(s)) {
             return Err(refuse(Challenge::InsufficientScope));
         }

@@ -25,7 +25,23 @@ use super::{AuthSettings, jwt::Jwk};
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_DOCUMENT_BYTES: usize = 512 * 1024;
 
-type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>;
+pub(super) type HttpsClient<B = Empty<Bytes>> =
+    Client<hyper_rustls::HttpsConnector<HttpConnector>, B>;
+
+/// A client for the issuer's endpoints: HTTP/1.1 over TLS (the web's roots and `extra_roots`)
+/// or plain HTTP, for a body type `B`.
+pub(super) fn issuer_client<B>(extra_roots: &[Vec<u8>]) -> HttpsClient<B>
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+{
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls_config(extra_roots))
+        .https_or_http()
+        .enable_http1()
+        .build();
+    Client::builder(TokioExecutor::new()).build(connector)
+}
 
 /// The web's public roots and `extra` (`MCP_AUTH_CA_FILE`, checked when it was read).
 fn tls_config(extra: &[Vec<u8>]) -> rustls::ClientConfig {
@@ -46,7 +62,6 @@ fn tls_config(extra: &[Vec<u8>]) -> rustls::ClientConfig {
 /// The cached key set and how to refresh it.
 pub(crate) struct Jwks {
     issuer: String,
-    configured_url: Option<String>,
     /// The JWKS URL once known (configured, or discovered from the issuer).
     url: tokio::sync::Mutex<Option<String>>,
     keys: RwLock<Arc<Vec<Jwk>>>,
@@ -57,7 +72,14 @@ pub(crate) struct Jwks {
     last_fetch: tokio::sync::Mutex<Option<Instant>>,
     min_refresh: Duration,
     client: HttpsClient,
+    /// The issuer metadata's `introspection_endpoint`, once a metadata document named it.
+    introspection_endpoint: std::sync::Mutex<Option<String>>,
+    /// When a discovery made for the introspection endpoint last failed: not asked again
+    /// for [`DISCOVERY_PAUSE`], so opaque tokens cannot make every request a fetch.
+    discovery_failed: std::sync::Mutex<Option<Instant>>,
 }
+
+const DISCOVERY_PAUSE: Duration = Duration::from_secs(10);
 
 impl std::fmt::Debug for Jwks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -80,21 +102,47 @@ impl Jwks {
     }
 
     pub(crate) fn new(settings: &AuthSettings) -> Self {
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls_config(&settings.extra_roots))
-            .https_or_http()
-            .enable_http1()
-            .build();
         Self {
             issuer: settings.issuer.clone(),
-            configured_url: settings.jwks_url.clone(),
             url: tokio::sync::Mutex::new(settings.jwks_url.clone()),
             keys: RwLock::new(Arc::new(Vec::new())),
             generation: AtomicU64::new(0),
             last_fetch: tokio::sync::Mutex::new(None),
             min_refresh: settings.jwks_min_refresh,
-            client: Client::builder(TokioExecutor::new()).build(connector),
+            client: issuer_client(&settings.extra_roots),
+            introspection_endpoint: std::sync::Mutex::new(None),
+            discovery_failed: std::sync::Mutex::new(None),
         }
+    }
+
+    /// The issuer metadata's `introspection_endpoint`: recorded when start-up's discovery read
+    /// the metadata, else discovered now (once; a failure is not retried for 10 s).
+    pub(crate) async fn introspection_endpoint(&self) -> Result<String, String> {
+        if let Some(url) = self.recorded_introspection_endpoint() {
+            return Ok(url);
+        }
+        let paused = self
+            .discovery_failed
+            .lock()
+            .expect("discovery lock")
+            .is_some_and(|at| at.elapsed() < DISCOVERY_PAUSE);
+        if paused {
+            return Err("the issuer's metadata named no introspection_endpoint moments ago; set MCP_AUTH_INTROSPECTION_URL".into());
+        }
+        match self.discover("introspection_endpoint").await {
+            Ok(url) => Ok(url),
+            Err(error) => {
+                *self.discovery_failed.lock().expect("discovery lock") = Some(Instant::now());
+                Err(format!("{error}; or set MCP_AUTH_INTROSPECTION_URL"))
+            }
+        }
+    }
+
+    fn recorded_introspection_endpoint(&self) -> Option<String> {
+        self.introspection_endpoint
+            .lock()
+            .expect("discovery lock")
+            .clone()
     }
 
     /// The cached keys (no I/O).
@@ -156,16 +204,16 @@ impl Jwks {
         if let Some(url) = url.as_ref() {
             return Ok(url.clone());
         }
-        let discovered = self.discover().await?;
+        let discovered = self.discover("jwks_uri").await?;
         *url = Some(discovered.clone());
         Ok(discovered)
     }
 
     /// RFC 8414 metadata (path-inserted) and OpenID discovery (appended), asked at once: the
-    /// first that names a `jwks_uri` wins, so INIT waits for one round trip, not two.
-    async fn discover(&self) -> Result<String, String> {
+    /// first that names `member` (`jwks_uri`, `introspection_endpoint`) wins, so INIT waits for
+    /// one round trip, not two. The `introspection_endpoint` of any document read is recorded.
+    async fn discover(&self, member: &'static str) -> Result<String, String> {
         use futures::stream::{FuturesUnordered, StreamExt};
-        debug_assert!(self.configured_url.is_none());
         let issuer = self.issuer.trim_end_matches('/');
         let after_scheme = issuer.find("://").map_or(0, |i| i + 3);
         let (origin, path) = match issuer[after_scheme..].find('/') {
@@ -183,15 +231,29 @@ impl Jwks {
         let mut errors = Vec::new();
         while let Some((candidate, answer)) = answers.next().await {
             match answer {
-                Ok(metadata) => match metadata.get("jwks_uri").and_then(Value::as_str) {
-                    Some(uri) => return Ok(uri.to_string()),
-                    None => errors.push(format!("{candidate} has no jwks_uri")),
-                },
+                Ok(metadata) => {
+                    if let Some(endpoint) = metadata
+                        .get("introspection_endpoint")
+                        .and_then(Value::as_str)
+                        .filter(|url| url.starts_with("https://") || url.starts_with("http://"))
+                    {
+                        *self.introspection_endpoint.lock().expect("discovery lock") =
+                            Some(endpoint.to_string());
+                    }
+                    match metadata.get(member).and_then(Value::as_str) {
+                        Some(uri) => return Ok(uri.to_string()),
+                        None => errors.push(format!("{candidate} has no {member}")),
+                    }
+                }
                 Err(error) => errors.push(error),
             }
         }
+        let setting = match member {
+            "jwks_uri" => "; set MCP_AUTH_JWKS_URL",
+            _ => "",
+        };
         Err(format!(
-            "cannot find the issuer's jwks_uri ({}); set MCP_AUTH_JWKS_URL",
+            "cannot find the issuer's {member} ({}){setting}",
             errors.join("; ")
         ))
     }

@@ -61,6 +61,35 @@ pub enum TokenError {
     /// A required claim is missing or has the wrong type.
     #[error("the token has no valid {0:?} claim")]
     Claim(&'static str),
+    /// A Cognito ID token: it says who signed in, not that this server may be called.
+    #[error(
+        "this is a Cognito ID token (token_use \"id\"); send the access token instead, with a scope of the resource server {audience}"
+    )]
+    IdToken {
+        /// `MCP_AUTH_AUDIENCE`, the resource server's identifier.
+        audience: String,
+    },
+    /// A Cognito access token that carries no scope of this server's resource server.
+    #[error(
+        "the Cognito access token has no scope of the resource server {audience}: in the user pool, create a resource server with the identifier {audience}, allow its scopes on the app client, and request one (scope={audience}/<scope>)"
+    )]
+    NoResourceScope {
+        /// `MCP_AUTH_AUDIENCE`, the resource server's identifier.
+        audience: String,
+    },
+    /// The token was issued to a client `MCP_AUTH_CLIENT_IDS` does not list.
+    #[error(
+        "the token was issued to client {found:?}, which is not one of this server's MCP_AUTH_CLIENT_IDS"
+    )]
+    Client {
+        /// The token's `client_id` or `azp` (empty when it names none).
+        found: String,
+    },
+    /// Introspection says the token is not active (expired, revoked, or never issued).
+    #[error(
+        "the authorization server says the token is not active (expired, revoked or unknown); get a new one"
+    )]
+    Inactive,
 }
 
 /// A verification key from the issuer's JWKS.
@@ -191,6 +220,20 @@ struct Header {
 
 const ACCEPTED_ALGS: &[&str] = &["RS256", "PS256", "ES256", "EdDSA", "Ed25519"];
 
+/// Whether `token` is written as a JWS (three base64url parts, the first a JSON object): the
+/// tokens verified here. Anything else is opaque, for introspection.
+pub(crate) fn looks_like_jws(token: &str) -> bool {
+    let mut parts = token.split('.');
+    let (Some(header), Some(_), Some(_), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    URL_SAFE_NO_PAD
+        .decode(header)
+        .is_ok_and(|json| json.first() == Some(&b'{'))
+}
+
 /// Splits and decodes a token, refusing what no key could ever accept.
 pub(crate) fn parse(token: &str, max_bytes: usize) -> Result<Unverified<'_>, TokenError> {
     if token.len() > max_bytes {
@@ -306,17 +349,30 @@ fn check_claims(
             expected: settings.issuer.clone(),
         });
     }
-    let ours = |aud: &str| canonical_uri(aud).as_deref() == Some(settings.audience.as_str());
-    let audience_ok = match claims.get("aud") {
-        Some(Value::String(aud)) => ours(aud),
-        Some(Value::Array(auds)) => auds.iter().filter_map(Value::as_str).any(ours),
-        _ => return Err(TokenError::Claim("aud")),
-    };
-    if !audience_ok {
-        return Err(TokenError::Audience {
-            expected: settings.audience.clone(),
-        });
+    let cognito = settings.is_cognito();
+    if cognito {
+        match string("token_use") {
+            Some("access") => {}
+            Some("id") => {
+                return Err(TokenError::IdToken {
+                    audience: settings.audience.clone(),
+                });
+            }
+            _ => return Err(TokenError::Claim("token_use")),
+        }
     }
+    let scopes = match (claims.get("scope"), claims.get("scp")) {
+        (Some(Value::String(scope)), _) => scope.split_whitespace().map(str::to_string).collect(),
+        (None, Some(Value::Array(scp))) => scp
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        (None, Some(Value::String(scp))) => scp.split_whitespace().map(str::to_string).collect(),
+        (None, None) => Vec::new(),
+        _ => return Err(TokenError::Claim("scope")),
+    };
+    check_audience(claims.get("aud"), &scopes, settings)?;
     let leeway = settings.leeway.as_secs_f64();
     let exp = claims
         .get("exp")
@@ -332,21 +388,62 @@ fn check_claims(
         }
     }
     let subject = string("sub").ok_or(TokenError::Claim("sub"))?;
-    let scopes = match (claims.get("scope"), claims.get("scp")) {
-        (Some(Value::String(scope)), _) => scope.split_whitespace().map(str::to_string).collect(),
-        (None, Some(Value::Array(scp))) => scp
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect(),
-        (None, Some(Value::String(scp))) => scp.split_whitespace().map(str::to_string).collect(),
-        (None, None) => Vec::new(),
-        _ => return Err(TokenError::Claim("scope")),
-    };
+    let client_id = string("client_id").or(string("azp"));
+    check_client(client_id, settings)?;
     Ok(Principal {
         issuer: issuer.to_string(),
         subject: subject.to_string(),
         scopes,
-        client_id: string("client_id").or(string("azp")).map(str::to_string),
+        client_id: client_id.map(str::to_string),
+    })
+}
+
+/// Whether a token (its `aud`, or for a Cognito user pool its scopes) names this server.
+///
+/// Cognito access tokens carry no `aud`: the pool's resource server whose identifier is this
+/// server's canonical URL writes its scopes as `<identifier>/<scope>`, which binds the token
+/// to this server as `aud` would.
+pub(crate) fn check_audience(
+    aud: Option<&Value>,
+    scopes: &[String],
+    settings: &AuthSettings,
+) -> Result<(), TokenError> {
+    let ours = |aud: &str| canonical_uri(aud).as_deref() == Some(settings.audience.as_str());
+    let named = match aud {
+        Some(Value::String(aud)) => Some(ours(aud)),
+        Some(Value::Array(auds)) => Some(auds.iter().filter_map(Value::as_str).any(ours)),
+        None => None,
+        Some(_) => return Err(TokenError::Claim("aud")),
+    };
+    if settings.is_cognito() {
+        let prefix = settings.cognito_scope_prefix();
+        if named == Some(true) || scopes.iter().any(|s| s.starts_with(&prefix)) {
+            return Ok(());
+        }
+        return Err(TokenError::NoResourceScope {
+            audience: settings.audience.clone(),
+        });
+    }
+    match named {
+        Some(true) => Ok(()),
+        Some(false) => Err(TokenError::Audience {
+            expected: settings.audience.clone(),
+        }),
+        None => Err(TokenError::Claim("aud")),
+    }
+}
+
+/// Whether the token's client is one `MCP_AUTH_CLIENT_IDS` lists (any, when it lists none).
+pub(crate) fn check_client(
+    client_id: Option<&str>,
+    settings: &AuthSettings,
+) -> Result<(), TokenError> {
+    if settings.client_ids.is_empty()
+        || client_id.is_some_and(|id| settings.client_ids.iter().any(|c| c == id))
+    {
+        return Ok(());
+    }
+    Err(TokenError::Client {
+        found: client_id.unwrap_or_default().chars().take(200).collect(),
     })
 }

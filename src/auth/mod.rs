@@ -1,5 +1,7 @@
 //! OAuth 2.1 resource-server auth: every request's bearer token verified
-//! locally against the issuer's cached JWKS, RFC 9728 metadata, scope decisions.
+//! locally against the issuer's cached JWKS (Amazon Cognito's scope-bound access tokens
+//! included), or an opaque token introspected at the issuer (RFC 7662) and the answer
+//! cached for a short window; RFC 9728 metadata, scope decisions.
 //!
 //! Auth decides; it writes no HTTP. [`Authenticator::authorize`] answers with a
 //! [`Principal`] or a [`Refusal`], and the HTTP front (`http/bearer.rs`) turns a
@@ -7,6 +9,7 @@
 
 mod bearer;
 mod caller;
+mod introspection;
 mod jwks;
 mod jwt;
 pub mod metadata;
@@ -20,5 +23,5 @@ pub(crate) use caller::ANONYMOUS as ANONYMOUS_OWNER;
 pub use caller::Caller;
 pub use jwt::TokenError;
 pub use principal::Principal;
-pub use settings::{AuthSettings, ScopeMap};
+pub use settings::{AuthSettings, ClientSecret, IntrospectionSettings, ScopeMap};
 pub(crate) use warming::Warming;

@@ -13,6 +13,17 @@
 //! | `MCP_AUTH_LEEWAY_SECS` | `60` | clock skew allowed on `exp`/`nbf` |
 //! | `MCP_AUTH_JWKS_MIN_REFRESH_SECS` | `60` | at most one JWKS refetch per interval on an unknown `kid` |
 //! | `MCP_AUTH_MAX_TOKEN_BYTES` | `8192` | longer bearer tokens are refused unread |
+//! | `MCP_AUTH_CLIENT_IDS` | any client | `client[,client…]`: a token whose `client_id` (or `azp`) is not listed is refused |
+//! | `MCP_AUTH_INTROSPECTION_CLIENT_ID` | unset = opaque tokens refused | this server's client at the issuer, for RFC 7662 introspection of tokens that are not JWTs |
+//! | `MCP_AUTH_INTROSPECTION_CLIENT_SECRET` | required with the client id | its secret (`client_secret_basic`), or the ARN of a Secrets Manager secret / SSM parameter holding it (read once at start-up by [`Config::load`](crate::Config::load); feature `aws-secrets`) |
+//! | `MCP_AUTH_INTROSPECTION_CLIENT_SECRET_SSM_PARAMETER` | none | instead of the secret: the name of an SSM parameter (SecureString) holding it |
+//! | `MCP_AUTH_INTROSPECTION_URL` | the issuer metadata's `introspection_endpoint` | where tokens are introspected |
+//! | `MCP_AUTH_INTROSPECTION_CACHE_SECS` | `60` | how long an introspection answer is reused (never past the token's `exp`): the longest a revoked token keeps working |
+//!
+//! When the issuer is an Amazon Cognito user pool (`https://cognito-idp.<region>.amazonaws.com/<poolId>`)
+//! its access tokens carry no `aud`: a token is this server's when one of its scopes belongs to
+//! the pool's resource server whose identifier is `MCP_AUTH_AUDIENCE`
+//! (`<MCP_AUTH_AUDIENCE>/<scope>`), and ID tokens are refused.
 
 use std::{collections::BTreeMap, time::Duration};
 
@@ -108,6 +119,146 @@ pub struct AuthSettings {
     /// Extra CA certificates (DER) trusted for the issuer's metadata and keys, from
     /// `MCP_AUTH_CA_FILE`; the web's public roots are always trusted.
     pub extra_roots: Vec<Vec<u8>>,
+    /// The OAuth clients whose tokens are accepted (`MCP_AUTH_CLIENT_IDS`); empty = any.
+    pub client_ids: Vec<String>,
+    /// RFC 7662 introspection of opaque tokens; `None` = only JWTs are accepted.
+    pub introspection: Option<IntrospectionSettings>,
+}
+
+/// How tokens that are not JWTs are checked: RFC 7662 introspection at the issuer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IntrospectionSettings {
+    /// The introspection endpoint; `None` = the issuer metadata's `introspection_endpoint`.
+    pub url: Option<String>,
+    /// This server's client id at the issuer.
+    pub client_id: String,
+    /// Its secret, sent with HTTP Basic (`client_secret_basic`).
+    pub client_secret: ClientSecret,
+    /// How long an answer is reused (never past the token's `exp`).
+    pub cache_window: Duration,
+}
+
+/// The introspection client's secret: its value, or where in AWS it is kept until
+/// [`Config::load`](crate::Config::load) fetches it. `Debug` never shows the value.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClientSecret {
+    /// The secret itself.
+    Value(String),
+    /// An SSM parameter's name or ARN (`WithDecryption`).
+    Ssm(String),
+    /// A Secrets Manager secret's ARN (its `AWSCURRENT` `SecretString`).
+    SecretsManager(String),
+}
+
+impl std::fmt::Debug for ClientSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Value(_) => f.write_str("Value(<redacted>)"),
+            Self::Ssm(name) => f.debug_tuple("Ssm").field(name).finish(),
+            Self::SecretsManager(arn) => f.debug_tuple("SecretsManager").field(arn).finish(),
+        }
+    }
+}
+
+const INTROSPECTION_SECRET: &str = "MCP_AUTH_INTROSPECTION_CLIENT_SECRET";
+const INTROSPECTION_SECRET_SSM: &str = "MCP_AUTH_INTROSPECTION_CLIENT_SECRET_SSM_PARAMETER";
+
+/// The introspection variables; `Ok(None)` when no client id is set.
+fn read_introspection(
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<Option<IntrospectionSettings>, (&'static str, String, String)> {
+    let Some(client_id) = get("MCP_AUTH_INTROSPECTION_CLIENT_ID") else {
+        for variable in [
+            "MCP_AUTH_INTROSPECTION_URL",
+            INTROSPECTION_SECRET,
+            INTROSPECTION_SECRET_SSM,
+        ] {
+            if get(variable).is_some() {
+                return Err((
+                    variable,
+                    String::new(),
+                    "is set but MCP_AUTH_INTROSPECTION_CLIENT_ID is not: introspection needs \
+                     this server's client id at the issuer"
+                        .into(),
+                ));
+            }
+        }
+        return Ok(None);
+    };
+    let client_secret = match (get(INTROSPECTION_SECRET), get(INTROSPECTION_SECRET_SSM)) {
+        (Some(_), Some(_)) => {
+            return Err((
+                INTROSPECTION_SECRET_SSM,
+                String::new(),
+                format!(
+                    "set either {INTROSPECTION_SECRET} or {INTROSPECTION_SECRET_SSM}, not both"
+                ),
+            ));
+        }
+        (None, None) => {
+            return Err((
+                INTROSPECTION_SECRET,
+                String::new(),
+                "must be set with MCP_AUTH_INTROSPECTION_CLIENT_ID: the client's secret \
+                 (client_secret_basic), a Secrets Manager secret ARN, or use \
+                 MCP_AUTH_INTROSPECTION_CLIENT_SECRET_SSM_PARAMETER"
+                    .into(),
+            ));
+        }
+        (None, Some(name)) => ClientSecret::Ssm(name.trim().to_string()),
+        (Some(value), None) => {
+            let value = value.trim();
+            if value.starts_with("arn:aws") && value.contains(":secretsmanager:") {
+                ClientSecret::SecretsManager(value.to_string())
+            } else if value.starts_with("arn:aws") && value.contains(":ssm:") {
+                ClientSecret::Ssm(value.to_string())
+            } else {
+                ClientSecret::Value(value.to_string())
+            }
+        }
+    };
+    if !matches!(client_secret, ClientSecret::Value(_)) && !cfg!(feature = "aws-secrets") {
+        return Err((
+            INTROSPECTION_SECRET,
+            "<redacted>".into(),
+            "names a secret kept in AWS, but this build has no AWS secret loaders: enable the \
+             `aws-secrets` feature of mcp-lambda, or give the secret itself"
+                .into(),
+        ));
+    }
+    let url = match get("MCP_AUTH_INTROSPECTION_URL") {
+        Some(url) if is_http_url(url.trim()) => Some(url.trim().to_string()),
+        Some(url) => {
+            return Err((
+                "MCP_AUTH_INTROSPECTION_URL",
+                url,
+                "expected an http(s) URL, e.g. https://auth.example.com/oauth2/introspect".into(),
+            ));
+        }
+        None => None,
+    };
+    let cache_window = match get("MCP_AUTH_INTROSPECTION_CACHE_SECS") {
+        None => Duration::from_secs(60),
+        Some(v) => match v.trim().parse::<u64>() {
+            Ok(secs) if secs <= 3600 => Duration::from_secs(secs),
+            _ => {
+                return Err((
+                    "MCP_AUTH_INTROSPECTION_CACHE_SECS",
+                    v,
+                    "expected whole seconds up to 3600, e.g. 60 (0 = introspect every request)"
+                        .into(),
+                ));
+            }
+        },
+    };
+    Ok(Some(IntrospectionSettings {
+        url,
+        client_id: client_id.trim().to_string(),
+        client_secret,
+        cache_window,
+    }))
 }
 
 /// The certificates of the PEM file `path`, for `MCP_AUTH_CA_FILE`.
@@ -265,7 +416,37 @@ impl AuthSettings {
                 Some(path) => read_roots(path.trim())
                     .map_err(|why| ("MCP_AUTH_CA_FILE", path.clone(), why))?,
             },
+            client_ids: get("MCP_AUTH_CLIENT_IDS")
+                .map(|v| {
+                    v.split(',')
+                        .map(str::trim)
+                        .filter(|c| !c.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            introspection: read_introspection(get)?,
         }))
+    }
+
+    /// Whether the issuer is an Amazon Cognito user pool, whose access tokens name their
+    /// resource server in their scopes instead of `aud`.
+    ///
+    /// ```
+    /// # let auth = |issuer: &str| mcp_lambda::Config::from_lookup(|n| match n {
+    /// #     "MCP_AUTH_ISSUER" => Some(issuer.into()),
+    /// #     "MCP_AUTH_AUDIENCE" => Some("https://mcp.example.com/mcp".into()),
+    /// #     _ => None }).unwrap().auth.unwrap();
+    /// assert!(auth("https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_AbC123").is_cognito());
+    /// assert!(!auth("https://example.auth0.com/").is_cognito());
+    /// ```
+    pub fn is_cognito(&self) -> bool {
+        is_cognito_user_pool(&self.issuer)
+    }
+
+    /// The prefix of this server's scopes in a Cognito user pool: `<audience>/`.
+    pub(crate) fn cognito_scope_prefix(&self) -> String {
+        format!("{}/", self.audience)
     }
 
     /// The scopes a request needs, from its method and (for `tools/call`) tool name.
@@ -295,6 +476,25 @@ impl AuthSettings {
         let (origin, path) = split_origin(&self.audience);
         format!("{origin}/.well-known/oauth-protected-resource{path}")
     }
+}
+
+/// `https://cognito-idp.<region>.amazonaws.com/<region>_<id>`, as Cognito writes `iss`.
+fn is_cognito_user_pool(issuer: &str) -> bool {
+    let Some(rest) = issuer.strip_prefix("https://cognito-idp.") else {
+        return false;
+    };
+    let Some((region, pool)) = rest.split_once(".amazonaws.com/") else {
+        return false;
+    };
+    let region_ok = !region.is_empty()
+        && region
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    region_ok
+        && pool
+            .strip_prefix(region)
+            .and_then(|id| id.strip_prefix('_'))
+            .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric()))
 }
 
 fn is_http_url(s: &str) -> bool {
@@ -352,6 +552,81 @@ mod tests {
         );
         assert_eq!(canonical_uri("https://mcp.example.com/#x"), None);
         assert_eq!(canonical_uri("mcp.example.com"), None);
+    }
+
+    #[test]
+    fn cognito_user_pools_are_recognised_by_their_issuer() {
+        assert!(is_cognito_user_pool(
+            "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_AbC123"
+        ));
+        for other in [
+            "https://cognito-idp.us-east-1.amazonaws.com/eu-west-1_AbC123",
+            "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_",
+            "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_AbC123/",
+            "http://cognito-idp.us-east-1.amazonaws.com/us-east-1_AbC123",
+            "https://cognito-idp.us-east-1.amazonaws.com.evil.example/us-east-1_AbC123",
+            "https://example.auth0.com/",
+        ] {
+            assert!(!is_cognito_user_pool(other), "{other}");
+        }
+    }
+
+    fn read(vars: &[(&str, &str)]) -> Result<Option<AuthSettings>, (&'static str, String, String)> {
+        AuthSettings::read(&|name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    #[test]
+    fn introspection_needs_a_client_id_and_its_secret_once() {
+        let base = [
+            ("MCP_AUTH_ISSUER", "https://auth.example.com"),
+            ("MCP_AUTH_AUDIENCE", "https://mcp.example.com/mcp"),
+        ];
+        let with = |extra: &[(&'static str, &'static str)]| {
+            let mut vars = base.to_vec();
+            vars.extend_from_slice(extra);
+            read(&vars)
+        };
+        assert_eq!(with(&[]).unwrap().unwrap().introspection, None);
+        let err = with(&[("MCP_AUTH_INTROSPECTION_URL", "https://a/i")]).unwrap_err();
+        assert_eq!(err.0, "MCP_AUTH_INTROSPECTION_URL");
+        let err = with(&[("MCP_AUTH_INTROSPECTION_CLIENT_ID", "mcp")]).unwrap_err();
+        assert_eq!(err.0, "MCP_AUTH_INTROSPECTION_CLIENT_SECRET");
+        let on = with(&[
+            ("MCP_AUTH_INTROSPECTION_CLIENT_ID", "mcp"),
+            ("MCP_AUTH_INTROSPECTION_CLIENT_SECRET", "s3cret"),
+        ])
+        .unwrap()
+        .unwrap()
+        .introspection
+        .unwrap();
+        assert_eq!(on.cache_window, Duration::from_secs(60));
+        assert!(
+            !format!("{on:?}").contains("s3cret"),
+            "Debug shows no secret"
+        );
+        let err = with(&[
+            ("MCP_AUTH_INTROSPECTION_CLIENT_ID", "mcp"),
+            ("MCP_AUTH_INTROSPECTION_CLIENT_SECRET", "s3cret"),
+            ("MCP_AUTH_INTROSPECTION_CACHE_SECS", "86400"),
+        ])
+        .unwrap_err();
+        assert_eq!(err.0, "MCP_AUTH_INTROSPECTION_CACHE_SECS");
+    }
+
+    #[test]
+    fn client_ids_are_a_comma_separated_list() {
+        let settings = read(&[
+            ("MCP_AUTH_ISSUER", "https://auth.example.com"),
+            ("MCP_AUTH_AUDIENCE", "https://mcp.example.com/mcp"),
+            ("MCP_AUTH_CLIENT_IDS", " web, cli ,,"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(settings.client_ids, ["web", "cli"]);
     }
 
     #[test]

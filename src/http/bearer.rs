@@ -35,6 +35,11 @@ pub(crate) async fn authorize(
             if let Some(held_back) = REFUSALS.allow() {
                 tracing::info!(challenge = ?refusal.challenge, held_back, "request refused by auth");
             }
+            if refusal.challenge == Challenge::Unavailable {
+                return Err(Rejection::Unavailable(
+                    "the authorization server could not check the token; try again shortly".into(),
+                ));
+            }
             Err(Rejection::Unauthorized(challenge(auth, &refusal)))
         }
     }
@@ -63,6 +68,12 @@ fn challenge(auth: &Authenticator, refusal: &Refusal) -> AuthChallenge {
             StatusCode::UNAUTHORIZED,
             Some("invalid_token"),
             why.to_string(),
+        ),
+        // Answered as 503 by `authorize`, before a challenge is built.
+        Challenge::Unavailable => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            "the authorization server could not check the token".to_string(),
         ),
         Challenge::InsufficientScope => (
             StatusCode::FORBIDDEN,
