@@ -88,6 +88,9 @@ suite quickstart scripts/quickstart-tests.sh
 # --- The Node clients: TS SDK v2 client 2.4.0 and inspector 2.12.0 --cli, 0 warnings each
 suite node-clients scripts/node-clients.sh
 
+# --- Amazon Cognito tokens as Cognito issues them (moto's cognito-idp) against the basket
+suite cognito scripts/cognito-tests.sh
+
 # --- The official conformance suite (0.2.0-alpha.12, Node 22 from npm) -----
 suite conformance scripts/conformance.sh
 

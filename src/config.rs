@@ -197,7 +197,11 @@ impl Config {
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let config = Self::read(&Env::new(&lookup))?;
-        match config.request_state_keys.first_pending() {
+        let pending = config
+            .request_state_keys
+            .first_pending()
+            .or_else(|| config.auth.as_ref().and_then(AuthSettings::pending_secret));
+        match pending {
             Some(error) => Err(error),
             None => Ok(config),
         }
@@ -251,6 +255,11 @@ impl Config {
     ) -> Result<Self, ConfigError> {
         let env = Env::new(&lookup);
         let mut config = Self::read(&env)?;
+        // An introspection secret kept in AWS (one call) is part of what the authenticator is
+        // made of, so it comes first; with the secret inline this makes no call.
+        if let Some(auth) = config.auth.take() {
+            config.auth = Some(auth.fetch_pending_secret(&env).await?);
+        }
         // Nothing orders the two: the issuer's keys are fetched while the request-state keys
         // are, and the app adopts the fetch.
         config.auth_warming = config.auth.as_ref().map(Warming::start);

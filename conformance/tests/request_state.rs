@@ -602,3 +602,183 @@ async fn keys_from_ssm_and_secrets_manager_are_fetched_once_at_start_up_and_shar
         started.elapsed()
     );
 }
+
+/// A loopback issuer for introspection: its JWKS (empty of use: every token here is opaque)
+/// and an RFC 7662 endpoint that records each request's `Authorization` and answers `active`
+/// for the one token it issued.
+struct Introspection {
+    url: String,
+    authorizations: Arc<Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Introspection {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Introspection {
+    async fn start(audience: &'static str) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let authorizations = Arc::new(Mutex::new(Vec::new()));
+        let seen = authorizations.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(
+                        move |request: http::Request<hyper::body::Incoming>| {
+                            let seen = seen.clone();
+                            async move {
+                                let (parts, body) = request.into_parts();
+                                let body = body.collect().await?.to_bytes();
+                                let answer = if parts.uri.path() == "/introspect" {
+                                    seen.lock().unwrap().push(
+                                        parts.headers["authorization"].to_str().unwrap().to_owned(),
+                                    );
+                                    let active = body.as_ref()
+                                        == b"token=opaque-1&token_type_hint=access_token";
+                                    json!({"active": active, "sub": "ada", "aud": audience,
+                                           "exp": SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + 600})
+                                } else {
+                                    json!({"keys": []})
+                                };
+                                Ok::<_, hyper::Error>(
+                                    http::Response::builder()
+                                        .header("content-type", "application/json")
+                                        .body(Full::new(Bytes::from(answer.to_string())))
+                                        .unwrap(),
+                                )
+                            }
+                        },
+                    );
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Self {
+            url,
+            authorizations,
+            task,
+        }
+    }
+}
+
+/// The introspection client's secret kept in SSM or Secrets Manager is fetched once at
+/// start-up (a signed call the stand-in verifies) and sent as `client_secret_basic`; a missing
+/// one stops start-up naming the variable and never showing a value.
+#[tokio::test]
+async fn an_introspection_secret_kept_in_aws_is_fetched_at_start_up_and_sent_to_the_issuer() {
+    const AUDIENCE: &str = "https://mcp.example.com/mcp";
+    let arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:introspection-AbC";
+    let aws = FakeAws::start(
+        HashMap::from([("/mcp/introspection".to_owned(), "ssm s3cret".to_owned())]),
+        HashMap::from([(
+            (arn.to_owned(), "AWSCURRENT".to_owned()),
+            "sm-s3cret".to_owned(),
+        )]),
+    )
+    .await;
+    let issuer = Introspection::start(AUDIENCE).await;
+    let (jwks, introspect) = (
+        format!("{}/jwks", issuer.url),
+        format!("{}/introspect", issuer.url),
+    );
+    let env = |secret: (&'static str, &'static str)| {
+        vec![
+            ("AWS_ENDPOINT_URL_SSM", aws.url.clone()),
+            ("AWS_ENDPOINT_URL_SECRETS_MANAGER", aws.url.clone()),
+            ("AWS_REGION", "us-east-1".into()),
+            ("AWS_ACCESS_KEY_ID", "local".into()),
+            ("AWS_SECRET_ACCESS_KEY", "local".into()),
+            ("MCP_AUTH_ISSUER", "https://auth.example.com".into()),
+            ("MCP_AUTH_AUDIENCE", AUDIENCE.into()),
+            ("MCP_AUTH_JWKS_URL", jwks.clone()),
+            ("MCP_AUTH_INTROSPECTION_URL", introspect.clone()),
+            ("MCP_AUTH_INTROSPECTION_CLIENT_ID", "mcp server".into()),
+            (secret.0, secret.1.into()),
+        ]
+    };
+    let call = |server: &Proc, token: &'static str| {
+        let (mut parts, body) = mcp_lambda::testing::request(
+            json!(1),
+            "tools/list",
+            json!({"_meta": {
+                "io.modelcontextprotocol/protocolVersion": VERSION,
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }}),
+        )
+        .into_parts();
+        parts.uri = format!("http://{}/mcp", server.addr).parse().unwrap();
+        parts.headers.remove(http::header::HOST);
+        parts
+            .headers
+            .insert("authorization", format!("Bearer {token}").parse().unwrap());
+        server
+            .client
+            .request(http::Request::from_parts(parts, body))
+    };
+    let basic =
+        |id: &str, secret: &str| format!("Basic {}", b64(format!("{id}:{secret}").as_bytes()));
+
+    for (secret, expected) in [
+        (
+            (
+                "MCP_AUTH_INTROSPECTION_CLIENT_SECRET_SSM_PARAMETER",
+                "/mcp/introspection",
+            ),
+            basic("mcp%20server", "ssm%20s3cret"),
+        ),
+        (
+            ("MCP_AUTH_INTROSPECTION_CLIENT_SECRET", arn),
+            basic("mcp%20server", "sm-s3cret"),
+        ),
+    ] {
+        let vars = env(secret);
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let server = Proc::start(Path::new(CONFORMANCE), &vars).await.unwrap();
+        let answer = call(&server, "opaque-1").await.unwrap();
+        assert_eq!(answer.status(), 200, "{secret:?}");
+        assert_eq!(call(&server, "opaque-2").await.unwrap().status(), 401);
+        assert_eq!(
+            issuer
+                .authorizations
+                .lock()
+                .unwrap()
+                .drain(..)
+                .collect::<Vec<_>>(),
+            [expected.clone(), expected],
+            "{secret:?}: the fetched secret, form-encoded, as client_secret_basic"
+        );
+    }
+    assert_eq!(
+        aws.calls(),
+        [
+            "GetParameter /mcp/introspection",
+            "GetSecretValue AWSCURRENT"
+        ],
+        "one call per secret, at start-up"
+    );
+
+    let vars = env((
+        "MCP_AUTH_INTROSPECTION_CLIENT_SECRET_SSM_PARAMETER",
+        "/mcp/missing",
+    ));
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let err = Proc::start(Path::new(CONFORMANCE), &vars)
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        err.contains("MCP_AUTH_INTROSPECTION_CLIENT_SECRET_SSM_PARAMETER"),
+        "{err}"
+    );
+    assert!(err.contains("ParameterNotFound"), "{err}");
+}

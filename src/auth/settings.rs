@@ -165,6 +165,55 @@ impl std::fmt::Debug for ClientSecret {
 const INTROSPECTION_SECRET: &str = "MCP_AUTH_INTROSPECTION_CLIENT_SECRET";
 const INTROSPECTION_SECRET_SSM: &str = "MCP_AUTH_INTROSPECTION_CLIENT_SECRET_SSM_PARAMETER";
 
+impl AuthSettings {
+    /// The introspection secret still to fetch from AWS, as the error a configuration read
+    /// without [`Config::load`](crate::Config::load) gives.
+    pub(crate) fn pending_secret(&self) -> Option<ConfigError> {
+        let introspection = self.introspection.as_ref()?;
+        let (variable, value) = match &introspection.client_secret {
+            ClientSecret::Value(_) => return None,
+            ClientSecret::Ssm(name) => (INTROSPECTION_SECRET_SSM, name.clone()),
+            ClientSecret::SecretsManager(arn) => (INTROSPECTION_SECRET, arn.clone()),
+        };
+        Some(ConfigError::new(
+            variable,
+            value,
+            "names a secret kept in AWS, fetched at start-up: read the configuration with \
+             `Config::load().await` instead of `Config::from_env()`",
+        ))
+    }
+
+    /// The settings with the introspection secret fetched from SSM / Secrets Manager (one
+    /// signed call, with the `MCP_AWS_*_TIMEOUT_MS` timeouts); no call when it is inline.
+    pub(crate) async fn fetch_pending_secret(self, env: &Env<'_>) -> Result<Self, ConfigError> {
+        let Some(error) = self.pending_secret() else {
+            return Ok(self);
+        };
+        #[cfg(feature = "aws-secrets")]
+        {
+            use crate::aws::secrets::{SecretIn, read_text};
+            let timeouts = crate::aws::AwsTimeouts::from_env(env)?;
+            let mut settings = self;
+            let introspection = settings.introspection.as_mut().expect("a pending secret");
+            let place = match &introspection.client_secret {
+                ClientSecret::Ssm(name) => SecretIn::Ssm(name),
+                ClientSecret::SecretsManager(arn) => SecretIn::SecretsManager(arn),
+                ClientSecret::Value(_) => unreachable!("pending"),
+            };
+            let text = read_text(place, &timeouts)
+                .await
+                .map_err(|reason| ConfigError::new(error.variable, error.value, reason))?;
+            introspection.client_secret = ClientSecret::Value(text);
+            Ok(settings)
+        }
+        #[cfg(not(feature = "aws-secrets"))]
+        {
+            let _ = env;
+            Err(error)
+        }
+    }
+}
+
 /// The introspection variables; `Ok(None)` when no client id is set.
 fn read_introspection(
     get: &impl Fn(&str) -> Option<String>,

@@ -11,7 +11,8 @@
 //! (Lambda sets these), `AWS_ENDPOINT_URL_DYNAMODB` (or `AWS_ENDPOINT_URL`) for a local
 //! stand-in, and so on.
 //!
-//! Request-state keys in SSM Parameter Store or Secrets Manager are fetched with one SigV4-signed
+//! Request-state keys (and the introspection client's secret, `secrets.rs`) in SSM Parameter
+//! Store or Secrets Manager are fetched with one SigV4-signed
 //! JSON call each (`aws/signed.rs`, feature `aws-secrets`), through `aws-sigv4` (already part of the
 //! SDK): the full `aws-sdk-ssm` and `aws-sdk-secretsmanager` crates would add about 1 minute to a
 //! cold debug build and 2 min 20 s to a cold release build, for two calls made once at start-up.
@@ -26,6 +27,8 @@
 pub(crate) mod item;
 #[cfg(feature = "dynamodb")]
 mod meter;
+#[cfg(feature = "aws-secrets")]
+pub(crate) mod secrets;
 #[cfg(feature = "aws-secrets")]
 pub(crate) mod signed;
 #[cfg(feature = "dynamodb")]
