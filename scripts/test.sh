@@ -88,6 +88,9 @@ suite quickstart scripts/quickstart-tests.sh
 # --- The Node clients: TS SDK v2 client 2.4.0 and inspector 2.12.0 --cli, 0 warnings each
 suite node-clients scripts/node-clients.sh
 
+# --- A real authorization server (oidc-provider 9.13) and two real clients' OAuth: registration,
+#     PKCE with resource, refresh, step-up; opaque tokens introspected through a counting proxy
+suite oauth scripts/oauth-tests.sh
 # --- Amazon Cognito tokens as Cognito issues them (moto's cognito-idp) against the basket
 suite cognito scripts/cognito-tests.sh
 

@@ -10,7 +10,11 @@
 //! token does not make every request a call to the issuer. An issuer that cannot be asked is
 //! never read as "active": the request is answered 503.
 
-use std::{collections::HashMap, sync::Mutex, time::Duration};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use base64::Engine as _;
 use bytes::Bytes;
@@ -18,6 +22,7 @@ use http::{HeaderValue, header};
 use http_body_util::{BodyExt, Full, Limited};
 use ring::digest;
 use serde_json::Value;
+use tokio::sync::OnceCell;
 
 use super::{
     AuthSettings, ClientSecret, IntrospectionSettings, Principal,
@@ -58,6 +63,9 @@ pub(crate) struct Introspector {
     authorization: Option<HeaderValue>,
     window: f64,
     answers: Mutex<HashMap<[u8; 32], Answer>>,
+    /// The introspections under way, by token hash: concurrent first requests with one token
+    /// (a client opening several calls at once) wait for one answer instead of asking each.
+    asking: Mutex<HashMap<[u8; 32], Arc<OnceCell<Result<Value, String>>>>>,
     client: super::jwks::HttpsClient<Full<Bytes>>,
 }
 
@@ -93,6 +101,7 @@ impl Introspector {
             authorization,
             window: settings.cache_window.as_secs_f64(),
             answers: Mutex::new(HashMap::new()),
+            asking: Mutex::new(HashMap::new()),
             client: issuer_client(extra_roots),
         }
     }
@@ -116,7 +125,10 @@ impl Introspector {
                 .await
                 .map_err(Failure::Unavailable)?,
         };
-        let answer = self.ask(&url, token).await.map_err(Failure::Unavailable)?;
+        let answer = self
+            .ask_once(key, &url, token)
+            .await
+            .map_err(Failure::Unavailable)?;
         let verdict = read_answer(&answer, settings, now);
         let exp = answer.get("exp").and_then(Value::as_f64);
         let until = exp.map_or(now + self.window, |exp| exp.min(now + self.window));
@@ -150,6 +162,27 @@ impl Introspector {
             }
         }
         answers.insert(key, Answer { verdict, until });
+    }
+
+    /// [`ask`](Self::ask), shared by every request that needs the same token's answer while
+    /// it is under way.
+    async fn ask_once(&self, key: [u8; 32], url: &str, token: &str) -> Result<Value, String> {
+        let cell = self
+            .asking
+            .lock()
+            .expect("introspection lock poisoned")
+            .entry(key)
+            .or_default()
+            .clone();
+        let answer = cell.get_or_init(|| self.ask(url, token)).await.clone();
+        let mut asking = self.asking.lock().expect("introspection lock poisoned");
+        if asking
+            .get(&key)
+            .is_some_and(|current| Arc::ptr_eq(current, &cell))
+        {
+            asking.remove(&key);
+        }
+        answer
     }
 
     /// One introspection request: `token` and `token_type_hint=access_token`, form-encoded,
