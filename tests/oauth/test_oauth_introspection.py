@@ -93,6 +93,18 @@ def test_calls_within_the_window_make_one_introspection_per_token(server, proxy)
     assert proxy.count - before == 2, f"a second token made {proxy.count - before - 1} more"
 
 
+def test_concurrent_first_calls_with_one_token_share_one_introspection(server, proxy):
+    from concurrent.futures import ThreadPoolExecutor
+
+    token = opaque_user_token(server, "quinn")
+    before = proxy.count
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: s.call(server, token, "create_basket"), range(8)))
+    for answer in answers:
+        assert isinstance(ok(answer)["basket_id"], str)
+    assert proxy.count - before == 1, f"8 concurrent first calls made {proxy.count - before} introspection requests"
+
+
 def test_a_token_the_as_does_not_know_is_401_invalid_token(server, proxy):
     unknown = secrets.token_urlsafe(32)
     assert s.introspect(unknown) == {"active": False}
@@ -181,3 +193,13 @@ def test_without_an_introspection_url_the_metadata_endpoint_is_used(proxy):
         before = proxy.count
         assert isinstance(ok(s.call(url, token, "create_basket"))["basket_id"], str)
         assert proxy.count == before, "the proxy was asked, not the AS"
+
+
+def test_start_up_makes_no_introspection_request(proxy):
+    before = proxy.count
+    with introspecting(proxy) as url:
+        time.sleep(0.5)  # what start-up fetches meanwhile (the JWKS) has been fetched
+        assert proxy.count == before, "start-up asked the introspection endpoint"
+        token = opaque_user_token(url, "vera")
+        assert isinstance(ok(s.call(url, token, "create_basket"))["basket_id"], str)
+        assert proxy.count == before + 1
