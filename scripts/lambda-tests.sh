@@ -137,7 +137,8 @@ function_max_ms = template["Parameters"]["Timeout"]["MaxValue"] * 1000
 assert function_max_ms <= streamed <= 900000, f"streamed integration timeout {streamed} ms must cover Timeout up to {function_max_ms} ms, within the documented 15 min"
 assert 50 <= buffered <= 29000, f"buffered integration timeout {buffered} ms is outside the default quota (50 ms to 29 s)"
 rule = template["Rules"]["RestApiAuthNeedsCloudFront"]
-assert rule["RuleCondition"] == {"Fn::And": [{"Fn::Equals": [{"Ref": "EntryPoint"}, "ApiGatewayRest"]}, {"Fn::Not": [{"Fn::Equals": [{"Ref": "AuthIssuer"}, ""]}]}]}, rule["RuleCondition"]
+assert rule["RuleCondition"] == {"Fn::And": [{"Fn::Equals": [{"Ref": "EntryPoint"}, "ApiGatewayRest"]}, {"Fn::Or": [
+    {"Fn::Not": [{"Fn::Equals": [{"Ref": "AuthIssuer"}, ""]}]}, {"Fn::Equals": [{"Ref": "CreateCognitoUserPool"}, "true"]}]}]}, rule["RuleCondition"]
 assert rule["Assertions"][0]["Assert"] == {"Fn::Equals": [{"Ref": "CloudFront"}, "true"]}
 origin = res["McpDistribution"]["Properties"]["DistributionConfig"]["Origins"][0]
 assert origin["OriginPath"] == {"Fn::If": ["UseRestApi", "/prod", {"Ref": "AWS::NoValue"}]}, "behind CloudFront the host root must map into stage prod"
@@ -307,6 +308,16 @@ for entry in ("FunctionUrl", "ApiGatewayRest", "HttpApi"):
     assert refused(EntryPoint=entry, Streaming=streaming, CloudFront="true") == ["CloudFrontNeedsTheOriginSecret"], entry
     assert refused(EntryPoint=entry, Streaming=streaming, CloudFront="true", OriginSecret=secret) == [], entry
 assert refused(RequestStateKey="") == ["RequestStateKeyIsGiven"]
+# The Cognito pool needs the audience (its resource server's identifier) and the clients' redirect
+# URIs, replaces AuthIssuer, and counts as auth for the REST entry.
+cognito = dict(CreateCognitoUserPool="true", AuthAudience="https://mcp.example.com/mcp", CognitoCallbackUrls="https://client.example/callback")
+assert refused(**cognito) == [], refused(**cognito)
+assert refused(**{**cognito, "AuthAudience": ""}) == ["CognitoUserPoolNeedsItsSettings"]
+assert refused(**{**cognito, "CognitoCallbackUrls": ""}) == ["CognitoUserPoolNeedsItsSettings"]
+assert refused(**cognito, AuthIssuer="https://issuer") == ["CognitoUserPoolNeedsItsSettings"]
+assert refused(**cognito, EntryPoint="ApiGatewayRest") == ["RestApiAuthNeedsCloudFront"]
+assert refused(**cognito, EntryPoint="ApiGatewayRest", CloudFront="true", OriginSecret="s" * 32) == []
+assert refused(**cognito, EntryPoint="HttpApi", Streaming="false") == []
 # An answer sent whole behind CloudFront must fit its 60 s origin response timeout.
 behind = dict(CloudFront="true", OriginSecret=secret)
 assert refused(**behind, Streaming="false", Timeout="61") == ["BufferedBehindCloudFrontFitsTheOriginTimeout"]
@@ -324,7 +335,141 @@ assert not re.fullmatch(pattern, "AWS/Lambda"), pattern
 for name in ("ErrorRateAlarm", "LatencyP99Alarm"):
     alarm = template["Resources"][name]["Properties"]
     assert (alarm["DatapointsToAlarm"], alarm["EvaluationPeriods"]) == (2, 3), (name, alarm)
-print("rules: defaults deploy; HttpApi+streaming, bare REST+auth, CloudFront without the secret, a buffered call longer than CloudFront waits refused; AWS/ refused; EMF alarms 2 of 3")
+print("rules: defaults deploy; HttpApi+streaming, bare REST+auth (Cognito's too), CloudFront without the secret, a buffered call longer than CloudFront waits, a Cognito pool without its audience or redirect URIs or beside AuthIssuer refused; AWS/ refused; EMF alarms 2 of 3")
+PY
+# The optional Cognito user pool (CreateCognitoUserPool), resolved as CloudFormation would for a
+# few parameter sets: off (the default), the template creates nothing of it and the function gets
+# AuthIssuer and no MCP_AUTH_CLIENT_IDS; on, MCP_AUTH_ISSUER is the pool's issuer and
+# MCP_AUTH_CLIENT_IDS its one app client. The resource server is named by AuthAudience, so every
+# scope the app client may ask for, and every scope the metadata document advertises, is
+# <AuthAudience>/<name> (what the function takes as a token's binding to this server); the
+# client is public, code grant only; the pool is kept on deletion and has no self sign-up; the
+# audience must be written as the function compares it.
+check template-cognito "$MCP_WORK/venv-sam/bin/python" - <<'PY'
+import json, os, re
+from cfnlint.decode import decode
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+from samtranslator.translator.transform import transform
+template, errors = decode("template.yaml")
+assert not errors, errors
+params, conds, res = template["Parameters"], template["Conditions"], template["Resources"]
+NV = {"Ref": "AWS::NoValue"}
+POOL = {"McpUserPool": "AWS::Cognito::UserPool", "McpUserPoolResourceServer": "AWS::Cognito::UserPoolResourceServer",
+        "McpUserPoolClient": "AWS::Cognito::UserPoolClient", "McpUserPoolDomain": "AWS::Cognito::UserPoolDomain",
+        "McpManagedLoginBranding": "AWS::Cognito::ManagedLoginBranding"}
+assert {k: v["Type"] for k, v in res.items() if v["Type"].startswith("AWS::Cognito::")} == POOL
+for name in POOL:
+    assert res[name].get("Condition") == "CreateCognito", f"{name} must exist only with CreateCognitoUserPool=true"
+assert params["CreateCognitoUserPool"]["Default"] == "false" and sorted(params["CreateCognitoUserPool"]["AllowedValues"]) == ["false", "true"]
+PSEUDO = {"AWS::Region": "us-east-1", "AWS::StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/s/51af3dc0-da77-11e4-872e-1234567db123",
+          "AWS::StackName": "s", "AWS::Partition": "aws", "AWS::AccountId": "123456789012"}
+def resolver(given):
+    p = {**{k: str(v.get("Default", "")) for k, v in params.items()}, "RequestStateKey": "k" * 44, **given}
+    def cond(name):
+        return val(conds[name])
+    def val(node):
+        if isinstance(node, list):
+            out = [val(x) for x in node]
+            return [x for x in out if x is not NV]
+        if not isinstance(node, dict):
+            return node
+        if len(node) != 1 or not (next(iter(node)) in ("Ref", "Condition") or next(iter(node)).startswith("Fn::")):
+            out = {k: val(v) for k, v in node.items()}
+            return {k: v for k, v in out.items() if v is not NV}
+        (fn, arg), = node.items()
+        if fn == "Ref":
+            if arg == "AWS::NoValue": return NV
+            if arg in PSEUDO: return PSEUDO[arg]
+            return p[arg] if arg in p else f"<{arg}>"
+        if fn == "Condition": return cond(arg)
+        if fn == "Fn::Equals": return str(val(arg[0])) == str(val(arg[1]))
+        if fn == "Fn::Not": return not val(arg[0])
+        if fn == "Fn::And": return all(val(a) for a in arg)
+        if fn == "Fn::Or": return any(val(a) for a in arg)
+        if fn == "Fn::If": return val(arg[1]) if cond(arg[0]) else val(arg[2])
+        if fn == "Fn::Join": return arg[0].join(str(x) for x in val(arg[1]))
+        if fn == "Fn::Split": return val(arg[1]).split(arg[0])
+        if fn == "Fn::Select": return val(arg[1])[int(val(arg[0]))]
+        if fn == "Fn::Sub":
+            text, names = (arg, {}) if isinstance(arg, str) else (arg[0], {k: val(v) for k, v in arg[1].items()})
+            return re.sub(r"\$\{([^}]+)\}", lambda m: str(names.get(m.group(1), PSEUDO.get(m.group(1), p.get(m.group(1), f"<{m.group(1)}>")))), text)
+        if fn == "Fn::GetAtt": return f"<{arg[0]}.{arg[1]}>"
+        raise AssertionError(f"unexpected function {fn}")
+    def exists(name):
+        c = res[name].get("Condition")
+        return c is None or cond(c)
+    return val, cond, exists
+def env(given):
+    val, cond, exists = resolver(given)
+    return val(res["McpFunction"]["Properties"]["Environment"]["Variables"])
+def scopes(text):  # as the function reads MCP_AUTH_SCOPES_SUPPORTED
+    return [s for s in re.split(r"[, ]", text) if s]
+AUD = "https://mcp.example.com/mcp"
+on = dict(CreateCognitoUserPool="true", AuthAudience=AUD, CognitoCallbackUrls="https://client.example/callback,http://localhost:6274/oauth/callback")
+# Off: nothing of the pool, the function as before.
+val, cond, exists = resolver({"AuthIssuer": "https://issuer.example", "AuthAudience": AUD})
+assert not [n for n in POOL if exists(n)]
+off = env({"AuthIssuer": "https://issuer.example", "AuthAudience": AUD, "AuthScopesSupported": "a b"})
+assert off["MCP_AUTH_ISSUER"] == "https://issuer.example" and "MCP_AUTH_CLIENT_IDS" not in off and off["MCP_AUTH_SCOPES_SUPPORTED"] == "a b", off
+assert "MCP_AUTH_CLIENT_IDS" not in env({}) and env({})["MCP_AUTH_ISSUER"] == "", "auth off by default"
+# On: the pool's issuer and app client reach the function.
+val, cond, exists = resolver(on)
+assert all(exists(n) for n in POOL)
+e = env(on)
+assert e["MCP_AUTH_ISSUER"] == "https://cognito-idp.us-east-1.amazonaws.com/<McpUserPool>", e["MCP_AUTH_ISSUER"]
+assert e["MCP_AUTH_CLIENT_IDS"] == "<McpUserPoolClient>" and e["MCP_AUTH_AUDIENCE"] == AUD, e
+raw = res["McpFunction"]["Properties"]["Environment"]["Variables"]
+assert raw["MCP_AUTH_ISSUER"] == {"Fn::If": ["CreateCognito", {"Fn::Sub": "https://cognito-idp.${AWS::Region}.amazonaws.com/${McpUserPool}"}, {"Ref": "AuthIssuer"}]}
+assert raw["MCP_AUTH_CLIENT_IDS"] == {"Fn::If": ["CreateCognito", {"Ref": "McpUserPoolClient"}, NV]}
+# Scopes: the resource server's names, the client's allowed scopes and the advertised ones agree.
+for given, names in (("read,write", ["read", "write"]), ("mcp", ["mcp"]), ("a,b:c,d.e,f*", ["a", "b:c", "d.e", "f*"])):
+    val, cond, exists = resolver({**on, "CognitoScopes": given})
+    rs = val(res["McpUserPoolResourceServer"]["Properties"])
+    assert rs["Identifier"] == AUD and [s["ScopeName"] for s in rs["Scopes"]] == names, rs
+    client = val(res["McpUserPoolClient"]["Properties"])
+    assert client["AllowedOAuthScopes"] == [f"{AUD}/{n}" for n in names], client["AllowedOAuthScopes"]
+    assert scopes(env({**on, "CognitoScopes": given})["MCP_AUTH_SCOPES_SUPPORTED"]) == [f"{AUD}/{n}" for n in names]
+assert env({**on, "AuthScopesSupported": "x y"})["MCP_AUTH_SCOPES_SUPPORTED"] == "x y", "an explicit AuthScopesSupported wins"
+pattern = params["CognitoScopes"]["AllowedPattern"]
+assert re.fullmatch(pattern, "read,write,a,b") and not re.fullmatch(pattern, "a,b,c,d,e") and not re.fullmatch(pattern, "read write") and not re.fullmatch(pattern, "a/b")
+# The client: public, code grant, the given redirect URIs, the pool's own users; the pool: kept,
+# no self sign-up; the domain: managed login, the stack's id by default.
+val, cond, exists = resolver(on)
+client = val(res["McpUserPoolClient"]["Properties"])
+assert client["GenerateSecret"] is False and client["AllowedOAuthFlowsUserPoolClient"] is True and client["AllowedOAuthFlows"] == ["code"], client
+assert client["CallbackURLs"] == on["CognitoCallbackUrls"].split(",") and client["SupportedIdentityProviders"] == ["COGNITO"]
+assert res["McpUserPoolClient"].get("DependsOn") == "McpUserPoolResourceServer", "the client names the resource server's scopes"
+pool = res["McpUserPool"]
+assert pool.get("DeletionPolicy") == "Retain" and pool.get("UpdateReplacePolicy") == "Retain", "the pool holds the users"
+assert pool["Properties"]["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"] is True
+domain = val(res["McpUserPoolDomain"]["Properties"])
+assert domain["Domain"] == "mcp-51af3dc0-da77-11e4-872e-1234567db123" and domain["ManagedLoginVersion"] == 2, domain
+assert re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", domain["Domain"])
+assert resolver({**on, "CognitoDomainPrefix": "my-mcp"})[0](res["McpUserPoolDomain"]["Properties"])["Domain"] == "my-mcp"
+branding = val(res["McpManagedLoginBranding"]["Properties"])
+assert branding["ClientId"] == "<McpUserPoolClient>" and branding["UseCognitoProvidedValues"] is True
+outputs = template["Outputs"]
+for name in ("CognitoUserPoolId", "CognitoIssuer", "CognitoClientId", "CognitoDomain"):
+    assert outputs[name].get("Condition") == "CreateCognito", name
+assert val(outputs["CognitoDomain"]["Value"]) == "https://mcp-51af3dc0-da77-11e4-872e-1234567db123.auth.us-east-1.amazoncognito.com"
+assert val(outputs["CognitoIssuer"]["Value"]) == e["MCP_AUTH_ISSUER"]
+# The audience, written as the function compares it (and as Cognito names the scopes).
+audience = params["AuthAudience"]["AllowedPattern"]
+for good in ("", AUD, "https://abc.lambda-url.us-east-1.on.aws/mcp", "https://mcp.example.com:8443/a/b", "https://mcp.example.com"):
+    assert re.fullmatch(audience, good), good
+for bad in ("https://mcp.example.com/mcp/", "https://MCP.example.com/mcp", "http://mcp.example.com/mcp", "https://mcp.example.com/mcp#x", "https://mcp.example.com/mcp?x=1", "mcp.example.com/mcp"):
+    assert not re.fullmatch(audience, bad), bad
+# The function calls no Cognito API: its role gains nothing.
+statements = res["McpRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+assert "cognito" not in json.dumps(statements).lower()
+# SAM accepts the template with the pool's resources in it.
+sam_input = json.loads(json.dumps(template, default=str))
+sam_input["Resources"]["McpFunction"]["Properties"]["CodeUri"] = "s3://bucket/key"
+class NoPolicies:
+    def load(self): return {}
+out = transform(sam_input, {}, NoPolicies())["Resources"]
+assert all(out[n]["Type"] == t for n, t in POOL.items())
+print("Cognito pool: nothing when off; issuer, app client and <AuthAudience>/<scope> names when on; public code-grant client; pool retained, admin-created users; canonical audience")
 PY
 # The default deploy is plain SAM: no AWS::LanguageExtensions, no capacity provider, nothing of
 # Managed Instances. template-managed-instances.yaml (generated) is the same stack on Lambda

@@ -388,7 +388,11 @@ fn check_claims(
         }
     }
     let subject = string("sub").ok_or(TokenError::Claim("sub"))?;
-    let client_id = string("client_id").or(string("azp"));
+    // Okta names the client `cid`, Entra ID v1.0 tokens `appid`.
+    let client_id = string("client_id")
+        .or(string("azp"))
+        .or(string("cid"))
+        .or(string("appid"));
     check_client(client_id, settings)?;
     Ok(Principal {
         issuer: issuer.to_string(),

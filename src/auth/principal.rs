@@ -15,7 +15,8 @@ pub struct Principal {
     pub subject: String,
     /// Granted scopes.
     pub scopes: Vec<String>,
-    /// The OAuth client (`client_id` or `azp`), when the token names one.
+    /// The OAuth client (`client_id`, `azp`, Okta's `cid` or Entra ID v1.0's `appid`), when the
+    /// token names one.
     pub client_id: Option<String>,
 }
 
