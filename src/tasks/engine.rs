@@ -246,9 +246,15 @@ impl Tasks {
             "code": -32603,
             "message": "the task could not be handed to a worker",
         }));
-        match self.store.claim(id, round, until).await {
+        let claimed = super::retry::until("claim", until.min(now_ms() + 30_000), || {
+            self.store.claim(id, round, until)
+        })
+        .await;
+        match claimed {
             Ok(Some(_)) => {
-                if let Err(error) = self.store.finish(id, round, &error).await {
+                let finished =
+                    super::retry::until("finish", until, || self.store.finish(id, round, &error));
+                if let Err(error) = finished.await {
                     tracing::warn!(%error, "could not record an undispatched round as failed");
                 }
             }
@@ -315,7 +321,15 @@ impl Tasks {
             tracing::error!("a task round was dispatched before the server was built");
             return false;
         };
-        let task = match self.store.claim(id, round, lease_until_ms).await {
+        // A claim that cannot be made within half a minute leaves the round to its token's
+        // expiry (`tasks/get` then reads `failed`): a worker waiting longer is a worker the
+        // client cannot tell from none.
+        let claim_deadline = lease_until_ms.min(now_ms() + CLAIM_PATIENCE.as_millis() as u64);
+        let claimed = super::retry::until("claim", claim_deadline, || {
+            self.store.claim(id, round, lease_until_ms)
+        })
+        .await;
+        let task = match claimed {
             Ok(Some(task)) => task,
             Ok(None) => return false,
             Err(error) => {
@@ -388,14 +402,25 @@ impl Tasks {
                 }
             }
         };
-        match self.store.finish(id, round, &end).await {
+        // Until the claim runs out: past it the conditional write cannot land, and a reader
+        // sees the round's claim gone.
+        let finished = super::retry::until("finish", lease_until_ms, || {
+            self.store.finish(id, round, &end)
+        })
+        .await;
+        match finished {
             Ok(true) => {}
             Ok(false) => tracing::debug!("a task round ended after its claim was gone"),
-            Err(error) => tracing::warn!(%error, "could not record a task round's end"),
+            Err(error) => {
+                tracing::warn!(%error, "could not record a task round's end before its claim ran out")
+            }
         }
         true
     }
 }
+
+/// How long a worker keeps trying to claim a round while the store is unavailable.
+const CLAIM_PATIENCE: Duration = Duration::from_secs(30);
 
 /// Why the engine stopped a round before it ended.
 #[derive(Debug, Clone, Copy)]

@@ -21,6 +21,7 @@ mod engine;
 mod intake;
 mod memory;
 mod record;
+mod retry;
 pub(crate) mod round_token;
 mod settings;
 mod stop;
