@@ -10,6 +10,8 @@
 //!   table;
 //! - [`sse`]: a `subscriptions/listen` answer read message by message;
 //! - [`counting_proxy`]: a proxy in front of DynamoDB that records each request's operation;
+//! - [`fault_proxy`]: an HTTP proxy in front of DynamoDB that throttles, fails, resets, loses
+//!   answers, delays or goes down, per request, by rules a test sets, and logs what it did;
 //! - [`lambda_runtime`]: a loopback Lambda Runtime API and function processes under it
 //!   (`tests/lambda_runtime.rs`, `benches/servers/lambda_runtime_bench.rs`);
 //! - [`tools`]: the three benchmark tools every Rust server of the benchmarks serves;
@@ -19,6 +21,7 @@ pub mod basket;
 pub mod counting_proxy;
 #[cfg(feature = "dynamodb")]
 pub mod dynamodb;
+pub mod fault_proxy;
 pub mod fixture;
 pub mod jwt;
 pub mod lambda_runtime;
