@@ -391,18 +391,56 @@ async fn a_write_whose_answer_is_lost_recognises_itself_on_retry_or_says_its_out
     store.delete(&alice, doomed.id, None).await.unwrap();
     assert_eq!(proxy.take(), ["UpdateItem", "UpdateItem"]);
 
-    // Every attempt's answer lost: nobody knows, and the store says so. (It did land.)
+    // Every attempt of the SDK's answer lost: the store sends the same write again (same
+    // write_id), and that repeat learns it had landed: success, applied once.
     proxy.swallow("UpdateItem", 3);
-    let lost = store.update(&alice, h.id, 2, json!({ "n": 2 }), HOUR).await;
+    let settled = store
+        .update(&alice, h.id, 2, json!({ "n": 2 }), HOUR)
+        .await
+        .unwrap();
+    assert_eq!(settled.version, 3, "applied once");
+    assert_eq!(
+        proxy.take(),
+        ["UpdateItem"; 4],
+        "the SDK's three, then one repeat"
+    );
+    let now = read(h.id).await.unwrap();
+    assert_eq!((now.version, &now.data), (3, &json!({ "n": 2 })));
+
+    // Answers lost for the whole budget (the operation timeout): nobody knows, and the store
+    // says so. (It did land.)
+    let impatient = DynamoDbHandleStore::new(
+        client(
+            &proxy.url,
+            &mcp_lambda::aws::AwsTimeouts {
+                connect: Duration::from_millis(1000),
+                read: Duration::from_millis(400),
+                operation: Duration::from_millis(2500),
+            },
+        )
+        .await,
+        TABLE,
+    );
+    proxy.swallow("UpdateItem", 1000);
+    let started = Instant::now();
+    let lost = impatient
+        .update(&alice, h.id, 3, json!({ "n": 2.5 }), HOUR)
+        .await;
     assert!(
         matches!(lost, Err(HandleError::Indeterminate(_))),
         "{lost:?}"
     );
-    assert_eq!(proxy.take(), ["UpdateItem"; 3]);
+    assert!(
+        started.elapsed() < Duration::from_millis(2500 + 1000),
+        "within the operation timeout: {:?}",
+        started.elapsed()
+    );
+    proxy.swallow("UpdateItem", 0);
+    proxy.take();
     let now = read(h.id).await.unwrap();
     assert_eq!(
         (now.version, &now.data),
-        (3, &json!({ "n": 2 })),
+        (4, &json!({ "n": 2.5 })),
         "the write landed although its caller never heard"
     );
     proxy.swallow("UpdateItem", 3);
@@ -490,7 +528,7 @@ async fn the_basket_tells_the_truth_when_dynamodb_answers_too_late() {
     let proxy = CountingProxy::start(&endpoint).await;
     let mut env = basket_env(&proxy.url, TABLE);
     env.push(("MCP_AWS_READ_TIMEOUT_MS".into(), "1000".into()));
-    env.push(("MCP_AWS_OPERATION_TIMEOUT_MS".into(), "20000".into()));
+    env.push(("MCP_AWS_OPERATION_TIMEOUT_MS".into(), "5000".into()));
     let server = Server::start(&env_refs(&env)).await;
     let new_basket = |sku: &'static str| {
         let server = &server;
@@ -521,12 +559,14 @@ async fn the_basket_tells_the_truth_when_dynamodb_answers_too_late() {
     assert_eq!(items(&summary), [("TEA".to_owned(), 2)]);
     assert_eq!(proxy.take(), ["GetItem", "UpdateItem", "UpdateItem"]);
 
-    // add_item whose every answer is lost: it says the change may or may not have been applied
-    // (it was), and the same call with the same request_id then changes nothing.
     let id = new_basket("TEA").await;
+    // add_item whose every answer is lost for the call's whole budget: it says the change may
+    // or may not have been applied (it was), and the same call with the same request_id then
+    // changes nothing.
     let add = json!({ "basket_id": id, "sku": "CAKE", "quantity": 1, "request_id": "r-1" });
-    proxy.swallow("UpdateItem", 3);
+    proxy.swallow("UpdateItem", 1000);
     let text = server.tool_error("add_item", add.clone()).await;
+    proxy.swallow("UpdateItem", 0);
     assert!(unknown(&text), "{text}");
     assert!(text.contains("same request_id"), "{text}");
     let again = server.ok("add_item", add).await;
@@ -537,19 +577,21 @@ async fn the_basket_tells_the_truth_when_dynamodb_answers_too_late() {
     );
 
     // Without a request_id the advice is to look first; looking shows it landed.
-    proxy.swallow("UpdateItem", 3);
+    proxy.swallow("UpdateItem", 1000);
     let text = server
         .tool_error("remove_item", json!({ "basket_id": id, "sku": "CAKE" }))
         .await;
+    proxy.swallow("UpdateItem", 0);
     assert!(unknown(&text), "{text}");
     let view = server.ok("view_basket", json!({ "basket_id": id })).await;
     assert_eq!(items(&view), [("TEA".to_owned(), 2)]);
 
     // A checkout whose every answer is lost: unknown; view_basket tells (it went through).
-    proxy.swallow("UpdateItem", 3);
+    proxy.swallow("UpdateItem", 1000);
     let text = server
         .tool_error("checkout", json!({ "basket_id": id }))
         .await;
+    proxy.swallow("UpdateItem", 0);
     assert!(unknown(&text), "{text}");
     assert!(text.contains("checked out"), "{text}");
     let text = server
@@ -559,8 +601,9 @@ async fn the_basket_tells_the_truth_when_dynamodb_answers_too_late() {
 
     // A create whose answers are lost: whatever was made is unreachable, so "try again" is
     // the truth.
-    proxy.swallow("PutItem", 3);
+    proxy.swallow("PutItem", 1000);
     let text = server.tool_error("create_basket", json!({})).await;
+    proxy.swallow("PutItem", 0);
     assert!(text.contains("try the same call again"), "{text}");
     assert!(text.contains("No basket you can use was created"), "{text}");
 

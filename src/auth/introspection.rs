@@ -55,6 +55,9 @@ struct Answer {
     until: f64,
 }
 
+/// One introspection's answer, shared by the requests waiting for it.
+type AskedOnce = OnceCell<Result<Value, String>>;
+
 /// Introspects opaque tokens and remembers the answers.
 pub(crate) struct Introspector {
     configured_url: Option<String>,
@@ -65,7 +68,7 @@ pub(crate) struct Introspector {
     answers: Mutex<HashMap<[u8; 32], Answer>>,
     /// The introspections under way, by token hash: concurrent first requests with one token
     /// (a client opening several calls at once) wait for one answer instead of asking each.
-    asking: Mutex<HashMap<[u8; 32], Arc<OnceCell<Result<Value, String>>>>>,
+    asking: Mutex<HashMap<[u8; 32], Arc<AskedOnce>>>,
     client: super::jwks::HttpsClient<Full<Bytes>>,
 }
 

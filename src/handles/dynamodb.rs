@@ -153,6 +153,16 @@ pub(super) async fn open(
 }
 
 impl DynamoDbHandleStore {
+    /// How long a write whose outcome is unknown is repeated to learn it: the client's
+    /// operation timeout (`MCP_AWS_OPERATION_TIMEOUT_MS`), 5 s when it has none.
+    fn settle_budget(&self) -> Duration {
+        self.client
+            .config()
+            .timeout_config()
+            .and_then(|t| t.operation_timeout())
+            .unwrap_or(Duration::from_secs(5))
+    }
+
     /// A store on `table` (a name or an ARN) through `client`. Makes no request.
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
@@ -389,16 +399,22 @@ impl DynamoDbHandleStore {
                 .build()
                 .map_err(invalid)?;
             let attempts = Attempts::default();
-            let result = self
+            // The same token again is idempotent for 10 minutes: a repeat of a transaction that
+            // landed succeeds without applying it twice.
+            let request = self
                 .client
                 .transact_write_items()
                 .transact_items(TransactWriteItem::builder().put(put).build())
                 .transact_items(TransactWriteItem::builder().update(count).build())
-                .client_request_token(write_id.clone())
-                .customize()
-                .interceptor(attempts.clone())
-                .send()
-                .await;
+                .client_request_token(write_id.clone());
+            let result = settle(&attempts, self.settle_budget(), || {
+                request
+                    .clone()
+                    .customize()
+                    .interceptor(attempts.clone())
+                    .send()
+            })
+            .await;
             let Err(e) = result else {
                 return Ok(handle);
             };
@@ -561,6 +577,54 @@ fn failed_to_connect(error: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// A write whose outcome is unknown (an attempt may have landed: a 5xx, a reset, a lost
+/// answer) is sent again, the same request with the same `write_id`, to learn it, while the
+/// call's own budget lasts (`MCP_AWS_OPERATION_TIMEOUT_MS`, counted from the first send, so a
+/// handle operation still takes at most about that long). Every write here is idempotent by
+/// its `write_id` and its condition: a repeat of one that landed fails its condition and finds
+/// its own `write_id` in the old item (success), a repeat of one that did not is applied, and a
+/// late original then fails its condition. So "may or may not have been applied" is answered
+/// only when the store stayed unreachable for the whole budget.
+///
+/// `send` is repeated while `attempts` says some attempt may have landed and the last answer
+/// is an error other than a condition failure (which is read as the answer it is), after a
+/// short growing pause; a repeat that would outlast the budget is cut at its end.
+async fn settle<T, E, R, F, Fut>(
+    attempts: &Attempts,
+    budget: Duration,
+    mut send: F,
+) -> Result<T, SdkError<E, R>>
+where
+    E: ProvideErrorMetadata,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, SdkError<E, R>>>,
+{
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_millis(50);
+    let mut result = send().await;
+    loop {
+        let unknown = match &result {
+            Err(e) => {
+                attempts.maybe_applied()
+                    && e.code() != Some("ConditionalCheckFailedException")
+                    && e.code() != Some("TransactionCanceledException")
+            }
+            Ok(_) => false,
+        };
+        let left = budget.saturating_sub(started.elapsed() + pause);
+        if !unknown || left < Duration::from_millis(100) {
+            return result;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(800));
+        match tokio::time::timeout(left, send()).await {
+            Ok(answer) => result = answer,
+            // Cut at the budget's end: still unknown, the last error stands.
+            Err(_) => return result,
+        }
+    }
+}
+
 /// A failed SDK call as [`HandleError`]. A read (`attempts` is `None`) or a write no attempt of
 /// which can have landed: bad requests are `Invalid`, everything else (timeouts, unreachable
 /// endpoint, throttling after the SDK's retries, missing table, no permission) is
@@ -676,7 +740,7 @@ impl HandleStore for DynamoDbHandleStore {
             }
             let (pk, pk_value) = Self::key(id);
             let attempts = Attempts::default();
-            let result = self
+            let request = self
                 .client
                 .put_item()
                 .table_name(self.table.as_ref())
@@ -692,11 +756,15 @@ impl HandleStore for DynamoDbHandleStore {
                 .condition_expression("attribute_not_exists(pk)")
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
-                )
-                .customize()
-                .interceptor(attempts.clone())
-                .send()
-                .await;
+                );
+            let result = settle(&attempts, self.settle_budget(), || {
+                request
+                    .clone()
+                    .customize()
+                    .interceptor(attempts.clone())
+                    .send()
+            })
+            .await;
             let Err(e) = result else {
                 return Ok(handle);
             };
@@ -764,7 +832,7 @@ impl HandleStore for DynamoDbHandleStore {
             let expires_at_ms = expiry_ms(now, ttl);
             let (pk, pk_value) = Self::key(id);
             let attempts = Attempts::default();
-            let result = self
+            let request = self
                 .client
                 .update_item()
                 .table_name(self.table.as_ref())
@@ -792,11 +860,15 @@ impl HandleStore for DynamoDbHandleStore {
                 .return_values(ReturnValue::AllNew)
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
-                )
-                .customize()
-                .interceptor(attempts.clone())
-                .send()
-                .await;
+                );
+            let result = settle(&attempts, self.settle_budget(), || {
+                request
+                    .clone()
+                    .customize()
+                    .interceptor(attempts.clone())
+                    .send()
+            })
+            .await;
             let e = match result {
                 Ok(out) => {
                     let item = out
@@ -930,11 +1002,14 @@ impl HandleStore for DynamoDbHandleStore {
                     .expression_attribute_values(":expected", n(version)),
                 None => request.condition_expression(LIVE),
             };
-            let result = request
-                .customize()
-                .interceptor(attempts.clone())
-                .send()
-                .await;
+            let result = settle(&attempts, self.settle_budget(), || {
+                request
+                    .clone()
+                    .customize()
+                    .interceptor(attempts.clone())
+                    .send()
+            })
+            .await;
             let Err(e) = result else {
                 return Ok(());
             };

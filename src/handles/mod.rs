@@ -23,8 +23,10 @@
 //!   [`HandleError::Conflict`]; re-read and retry. A `Conflict` is only answered when the write
 //!   certainly did not land, so the retry cannot apply a change twice.
 //! - **A write's outcome is told truthfully.** A write retried by the backend after a lost
-//!   answer recognises its own landed attempt and succeeds. A write whose outcome nobody knows
-//!   (the request went out, no answer came back) is [`HandleError::Indeterminate`], never
+//!   answer recognises its own landed attempt and succeeds; a backend that can repeat a write
+//!   safely (the DynamoDB store: same `write_id`, same condition) does so until it learns the
+//!   outcome. A write whose outcome nobody knows (the request went out, no answer came back,
+//!   and the backend stayed unreachable) is [`HandleError::Indeterminate`], never
 //!   [`HandleError::Unavailable`], which promises that nothing changed. Such a write may still
 //!   land later (it can be queued in the backend); a [`touch`](HandleStore::touch) settles an
 //!   update or a versioned delete: it bumps the version, so once it has answered, the handle it
