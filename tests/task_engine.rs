@@ -291,7 +291,7 @@ async fn a_worker_that_stops_leaves_the_task_failed_never_working(store: Arc<dyn
         failed["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("stopped before it finished"),
+            .contains("claim ran out before its end was recorded"),
         "{failed}"
     );
     // The worker that comes back late changes nothing: failed stays failed.

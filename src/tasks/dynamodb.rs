@@ -55,8 +55,11 @@
 //! keeps the value), and create, claim and finish recognise their own `write_id` in the old
 //! item. A call whose every attempt failed is [`TaskError::Unavailable`]; for a write this
 //! store does not tell "nothing changed" from "the outcome is unknown" (the handle store's
-//! per-attempt interceptor does): a worker that cannot record its round leaves the task to
-//! its lease, and a client retries an answer or a cancel, both idempotent.
+//! per-attempt interceptor does). A worker's claim and finish are retried by the engine while
+//! this store answers `Unavailable`, until the round's own deadline (`tasks/retry.rs`): a
+//! round whose end cannot be recorded before its claim runs out is the only one that reads
+//! `failed` ("the worker's claim ran out"), and a client retries an answer or a cancel, both
+//! idempotent.
 //!
 //! A create answered `Unavailable` may have landed all the same. The engine then sends no
 //! `CreateTaskResult`, so nobody learns the id: the item is an orphan that no worker runs and

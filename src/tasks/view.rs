@@ -35,7 +35,7 @@ fn visible(record: &TaskRecord, now: u64) -> (TaskStatus, Option<Value>) {
             TaskStatus::Failed,
             Some(json!({
                 "code": -32603,
-                "message": "the worker running this task stopped before it finished (timeout or crash)",
+                "message": "the worker's claim ran out before its end was recorded (a timeout, a crash, or the task store unavailable); its work may have completed",
             })),
         ),
         TaskState::Working => (TaskStatus::Working, None),
