@@ -969,3 +969,93 @@ async fn a_round_lambda_would_not_take_fails_the_call_and_the_task() {
     assert_eq!(task["result"]["status"], "failed", "{task}");
     assert_eq!(runs.load(Ordering::SeqCst), 0, "nothing ran");
 }
+
+/// The DynamoDB task store through a fault-injecting proxy in front of DynamoDB Local, or
+/// `None` (loudly) outside the DynamoDB script.
+async fn faulty_dynamodb_store() -> Option<(Arc<dyn TaskStore>, support::fault_proxy::FaultProxy)> {
+    let endpoint = support::dynamodb::endpoint("the task engine on a faulty DynamoDB")?;
+    support::dynamodb::store(&endpoint).await;
+    let proxy = support::fault_proxy::FaultProxy::start(&endpoint).await;
+    let client = support::dynamodb::client(&proxy.url, &support::dynamodb::timeouts()).await;
+    let store: Arc<dyn TaskStore> =
+        Arc::new(DynamoDbTaskStore::new(client, support::dynamodb::TABLE));
+    Some((store, proxy))
+}
+
+/// Polls `tasks/get` until the task is terminal (within `limit`).
+async fn terminal_within(service: &McpService<Worker>, id: &str, limit: Duration) -> Value {
+    let started = Instant::now();
+    loop {
+        let task = get(service, id).await["result"].clone();
+        if ["completed", "failed", "cancelled"].contains(&task["status"].as_str().unwrap_or("")) {
+            return task;
+        }
+        assert!(
+            started.elapsed() < limit,
+            "not terminal after {limit:?}: {task}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// What the proxy did to the task writes whose `UpdateExpression` starts with `expression`.
+fn actions(proxy: &support::fault_proxy::FaultProxy, expression: &str) -> Vec<String> {
+    proxy
+        .log()
+        .iter()
+        .filter(|e| e.op == "UpdateItem" && e.body.contains(expression))
+        .map(|e| format!("{:?}", e.action))
+        .collect()
+}
+
+/// A round finishes while DynamoDB throttles its end for 7 s (longer than the SDK's own three
+/// attempts): the end is written again until it lands, and the task reads what its work did,
+/// not `failed` once the claim runs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_whose_end_meets_a_throttling_burst_still_reads_completed() {
+    let Some((store, proxy)) = faulty_dynamodb_store().await else {
+        return;
+    };
+    let s = setup(settings(20_000), store);
+    proxy.rule(
+        support::fault_proxy::Rule::op("UpdateItem")
+            .body_contains("SET #state = :state")
+            .for_duration(Duration::from_secs(7))
+            .act(support::fault_proxy::Fault::Throttle),
+    );
+    let id = create(&s.service, 100).await;
+    let done = terminal_within(&s.service, &id, Duration::from_secs(15)).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "worked 100 ms");
+    let finishes = actions(&proxy, "SET #state = :state");
+    assert!(
+        finishes.len() > 3 && finishes.last().is_some_and(|a| a == "Forward"),
+        "throttled, then written: {finishes:?}"
+    );
+    assert_eq!(s.runs.load(Ordering::SeqCst), 1, "run once");
+}
+
+/// DynamoDB throttles a round's claim for 4 s: the worker claims it once the store answers and
+/// runs it, instead of leaving the task `working` with no worker until its token expires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_whose_claim_is_throttled_is_claimed_once_the_store_answers() {
+    let Some((store, proxy)) = faulty_dynamodb_store().await else {
+        return;
+    };
+    let s = setup(settings(20_000), store);
+    proxy.rule(
+        support::fault_proxy::Rule::op("UpdateItem")
+            .body_contains("SET #state = :working, claimed_round")
+            .for_duration(Duration::from_secs(4))
+            .act(support::fault_proxy::Fault::Throttle),
+    );
+    let id = create(&s.service, 100).await;
+    let done = terminal_within(&s.service, &id, Duration::from_secs(12)).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let claims = actions(&proxy, "SET #state = :working, claimed_round");
+    assert!(
+        claims.len() > 3 && claims.last().is_some_and(|a| a == "Forward"),
+        "throttled, then claimed: {claims:?}"
+    );
+    assert_eq!(s.runs.load(Ordering::SeqCst), 1, "run once");
+}

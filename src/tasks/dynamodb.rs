@@ -363,8 +363,29 @@ where
     E: ProvideErrorMetadata + std::error::Error + 'static,
     R: fmt::Debug,
 {
-    tracing::warn!(operation, error = %DisplayErrorContext(error), "a task store request to DynamoDB failed");
-    match item::failure(error) {
+    let kind = item::failure(error);
+    // One line: the operation and what DynamoDB said (its code), never its raw answer; the
+    // whole error only when there was no answer (a connection's cause chain).
+    match &kind {
+        Failure::Service { code, .. } => {
+            tracing::warn!(operation, code, "a task store request to DynamoDB failed")
+        }
+        Failure::Refused { .. } => tracing::warn!(
+            operation,
+            code = "ValidationException",
+            "a task store request to DynamoDB failed"
+        ),
+        Failure::Timeout => tracing::warn!(
+            operation,
+            "a task store request to DynamoDB timed out (MCP_AWS_*_TIMEOUT_MS)"
+        ),
+        Failure::Unreachable | Failure::Other => tracing::warn!(
+            operation,
+            error = %DisplayErrorContext(error),
+            "a task store request to DynamoDB failed"
+        ),
+    }
+    match kind {
         Failure::Timeout => TaskError::Unavailable(format!(
             "DynamoDB {operation} did not complete within the configured timeout"
         )),
