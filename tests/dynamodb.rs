@@ -1751,3 +1751,112 @@ async fn a_task_created_on_one_process_is_finished_and_read_from_another() {
         .await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
 }
+
+/// 50 concurrent `add_item` calls on one basket while the store throttles and fails requests
+/// (seeded, so a run repeats): each call's answer is checked against the basket afterwards.
+/// Returns (succeeded, "may or may not", told "nothing was changed", the basket's quantity).
+async fn fifty_add_items_on_a_bad_day(
+    faults: &[(f64, support::fault_proxy::Fault)],
+    seed: u64,
+) -> (usize, usize, usize, u64) {
+    use support::fault_proxy::{FaultProxy, Rule};
+    let endpoint = endpoint("the bad-day test").expect("checked by the caller");
+    support::dynamodb::store(&endpoint).await;
+    let proxy = FaultProxy::start(&endpoint).await;
+    let server = Arc::new(Server::start(&env_refs(&basket_env(&proxy.url, TABLE))).await);
+    let id = server.ok("create_basket", json!({})).await["basket_id"].clone();
+    // Each rule takes what the ones before it left: p / (1 - the share already taken).
+    let mut taken = 0.0;
+    for (n, (share, fault)) in faults.iter().enumerate() {
+        proxy.rule(
+            Rule::any()
+                .probability(share / (1.0 - taken), seed + n as u64)
+                .act(*fault),
+        );
+        taken += share;
+    }
+    let calls: Vec<_> = (0..50)
+        .map(|_| {
+            let (server, id) = (server.clone(), id.clone());
+            tokio::spawn(async move {
+                server
+                    .call(
+                        "add_item",
+                        json!({ "basket_id": id, "sku": "TEA", "quantity": 1 }),
+                    )
+                    .await
+            })
+        })
+        .collect();
+    let (mut ok, mut unknown, mut unchanged) = (0, 0, 0);
+    for call in calls {
+        let result = call.await.unwrap();
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        if result["isError"] != true {
+            ok += 1;
+        } else if text.contains("may or may not") {
+            if unknown == 0 {
+                eprintln!("an unknown answer: {result}");
+            }
+            unknown += 1;
+        } else {
+            assert!(
+                text.contains("Nothing was changed"),
+                "an answer of another kind: {text}"
+            );
+            unchanged += 1;
+        }
+    }
+    proxy.clear();
+    let view = server.ok("view_basket", json!({ "basket_id": id })).await;
+    let quantity = items(&view).iter().map(|(_, q)| *q).sum::<u64>();
+    let actions: std::collections::BTreeMap<String, usize> =
+        proxy.log().iter().fold(Default::default(), |mut m, e| {
+            *m.entry(format!("{:?}", e.action)).or_default() += 1;
+            m
+        });
+    eprintln!(
+        "50 add_item on a bad day (seed {seed}): {ok} applied, {unknown} may or may not, \
+         {unchanged} nothing changed; the basket holds {quantity}; the proxy: {actions:?}"
+    );
+    (ok, unknown, unchanged, quantity)
+}
+
+/// Under 20 % throttling and 5 % 500s, and then with resets and lost answers mixed in, every
+/// one of 50 concurrent writes is answered applied, unknown or unchanged, and the basket agrees:
+/// nothing acknowledged is lost, nothing applied that nobody sent. How many are left "may or
+/// may not" is printed (the server repeats a write whose outcome it does not know, same write
+/// id, until an answer says).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_bad_day_few_concurrent_writes_are_left_may_or_may_not() {
+    use support::fault_proxy::Fault;
+    if endpoint("the bad-day test").is_none() {
+        return;
+    }
+    for (label, faults) in [
+        (
+            "throttling and 500s",
+            vec![(0.20, Fault::Throttle), (0.05, Fault::ServerError)],
+        ),
+        (
+            "with resets and lost answers",
+            vec![
+                (0.15, Fault::Throttle),
+                (0.05, Fault::ServerError),
+                (0.05, Fault::Reset),
+                (0.05, Fault::LoseAnswer),
+            ],
+        ),
+    ] {
+        let (ok, unknown, unchanged, quantity) = fifty_add_items_on_a_bad_day(&faults, 29).await;
+        assert_eq!(ok + unknown + unchanged, 50, "{label}");
+        assert!(
+            quantity as usize >= ok && quantity as usize <= ok + unknown,
+            "{label}: {ok} acknowledged and {unknown} unknown, yet the basket holds {quantity}"
+        );
+        // The issue's target is at most 5 of 50 "may or may not"; measured 2 to 6 under
+        // throttling and 500s (10 before the repeat and the write history). Not yet asserted:
+        // issue 29 stays open.
+        eprintln!("{label}: {unknown} of 50 answered may or may not");
+    }
+}

@@ -13,7 +13,8 @@
 //! | `created_at` | N | epoch milliseconds |
 //! | `expires_at` | N | epoch **seconds**, rounded up: the table's TTL attribute, for the sweeper |
 //! | `expires_at_ms` | N | epoch milliseconds: the expiry every operation checks |
-//! | `write_id` | S | a random token per create/update/delete, so a retried write that already landed is recognised instead of reported as a conflict or as missing |
+//! | `write_id` | S | a random token per create/update/delete, so a retried write that already landed is recognised instead of reported as a conflict or as missing; an update's is `<the version it makes>:<uuid>` |
+//! | `w1` … `w15` | S | the write ids of the fifteen updates before the current one (`write_id` moved down on each update): after an update whose outcome is unknown meets a concurrent writer, they tell whether it landed (its id is there) or not (the version it would have made is another write's) |
 //! | `deleted` | BOOL | present (`true`) on a deleted handle's tombstone: `data` is removed, the expiry cut to [`TOMBSTONE_TTL`] so the TTL sweep removes it soon |
 //!
 //! Exactly one DynamoDB request per operation:
@@ -448,6 +449,30 @@ fn now_ms() -> u64 {
     epoch_ms(SystemTime::now())
 }
 
+/// How many earlier write ids an item remembers (`w1` … `w15`).
+const HISTORY: usize = 15;
+
+/// An update's expression: the new data, version and expiry, its `write_id`, and the write ids
+/// before it moved down one place (`w1` … `w15`; every operand reads the item as it was).
+const HISTORY_SHIFT_UPDATE: &str = "SET #data = :data, #version = #version + :one, \
+     expires_at = :exp, expires_at_ms = :exp_ms, w15 = if_not_exists(w14, :none), w14 = if_not_exists(w13, :none), w13 = if_not_exists(w12, :none), w12 = if_not_exists(w11, :none), w11 = if_not_exists(w10, :none), w10 = if_not_exists(w9, :none), w9 = if_not_exists(w8, :none), w8 = if_not_exists(w7, :none), w7 = if_not_exists(w6, :none), w6 = if_not_exists(w5, :none), w5 = if_not_exists(w4, :none), w4 = if_not_exists(w3, :none), w3 = if_not_exists(w2, :none), w2 = if_not_exists(w1, :none), \
+     w1 = if_not_exists(write_id, :none), write_id = :wid";
+
+/// The write ids an item remembers, newest first: `write_id`, then `w1` … `w15`.
+fn write_history(item: &Item) -> Vec<&str> {
+    std::iter::once("write_id".to_owned())
+        .chain((1..=HISTORY).map(|i| format!("w{i}")))
+        .filter_map(|name| item::text(item, &name))
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// The version an update's write id says it made (`<version>:<uuid>`); `None` for other ids
+/// (creates, touches' absence, ids written before the tag existed).
+fn version_of(write_id: &str) -> Option<u64> {
+    write_id.split_once(':')?.0.parse().ok()
+}
+
 /// A stored item as a handle, plus its `write_id`.
 fn parse(item: &Item) -> Result<(Handle, Option<String>), HandleError> {
     let text = |name: &str| item::text(item, name).ok_or_else(|| corrupt(name));
@@ -827,7 +852,9 @@ impl HandleStore for DynamoDbHandleStore {
     ) -> BoxFuture<'a, Result<Handle, HandleError>> {
         async move {
             validate(owner, None, Some(&data), ttl)?;
-            let write_id = HandleId::random()?.to_string();
+            // Tagged with the version it makes, so the history tells whose write took it.
+            let made = expected_version.saturating_add(1);
+            let write_id = format!("{made}:{}", HandleId::random()?);
             let now = now_ms();
             let expires_at_ms = expiry_ms(now, ttl);
             let (pk, pk_value) = Self::key(id);
@@ -837,10 +864,7 @@ impl HandleStore for DynamoDbHandleStore {
                 .update_item()
                 .table_name(self.table.as_ref())
                 .key(pk, pk_value)
-                .update_expression(
-                    "SET #data = :data, #version = #version + :one, expires_at = :exp, \
-                     expires_at_ms = :exp_ms, write_id = :wid",
-                )
+                .update_expression(HISTORY_SHIFT_UPDATE)
                 .condition_expression(
                     "#owner = :owner AND expires_at_ms > :now AND attribute_not_exists(#deleted) \
                      AND #version = :expected",
@@ -854,6 +878,7 @@ impl HandleStore for DynamoDbHandleStore {
                 .expression_attribute_values(":exp", n(expires_at_ms.div_ceil(1000)))
                 .expression_attribute_values(":exp_ms", n(expires_at_ms))
                 .expression_attribute_values(":wid", s(write_id.clone()))
+                .expression_attribute_values(":none", s(""))
                 .expression_attribute_values(":owner", s(owner))
                 .expression_attribute_values(":now", n(now))
                 .expression_attribute_values(":expected", n(expected_version))
@@ -883,11 +908,24 @@ impl HandleStore for DynamoDbHandleStore {
             else {
                 return Err(failure("UpdateItem", &e, Some(&attempts)));
             };
+            let history = c.item().map(write_history).unwrap_or_default();
             match live_old(c.item(), owner, now)? {
-                // The SDK retried an update whose first attempt had already landed.
-                Some((handle, Some(w))) if w == write_id => Ok(handle),
-                // An earlier attempt may have landed and been changed or deleted since: the
-                // item cannot tell, and a "conflict" would invite the caller to apply it again.
+                // An earlier attempt of this call landed (the SDK's retry, or a repeat, met it),
+                // perhaps with other writes after it: done, once.
+                Some((handle, _)) if history.contains(&write_id.as_str()) => Ok(handle),
+                // The version this write would have made is another write's: none of its
+                // attempts landed, and none can any more. A true conflict.
+                Some((handle, _))
+                    if !attempts.maybe_applied()
+                        || history.iter().any(|w| version_of(w) == Some(made)) =>
+                {
+                    Err(HandleError::Conflict {
+                        current_version: handle.version,
+                    })
+                }
+                // An earlier attempt may have landed and been changed or deleted since, further
+                // back than the history reaches: the item cannot tell, and a "conflict" would
+                // invite the caller to apply it again.
                 _ if attempts.maybe_applied() => Err(indeterminate("UpdateItem", &e)),
                 None => Err(HandleError::NotFound),
                 Some((handle, _)) => Err(HandleError::Conflict {
