@@ -363,7 +363,10 @@ mod tests {
         }
         let mut found = Vec::new();
         visit(
-            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            // Read when the test runs, not compiled in: a target dir shared by two checkouts
+            // keeps the first one's compile-time path.
+            &std::path::PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo test"))
+                .join("src"),
             &mut found,
         );
         assert!(found.len() > 40, "the scan found the settings: {found:?}");

@@ -5,7 +5,7 @@
 //! The expected answer is keyed by the file's case (`<source>_<case>.json`); a file with a case
 //! missing from [`expected`] fails, so a new event cannot go unchecked.
 
-use std::{collections::HashMap, path::PathBuf, time::Duration};
+use std::{collections::HashMap, time::Duration};
 
 use basket::Basket;
 use bytes::Bytes;
@@ -13,6 +13,7 @@ use http::StatusCode;
 use http_body_util::BodyExt;
 use lambda_http::Body as LambdaBody;
 use mcp_lambda::{App, Config, LambdaBuffered, LambdaStreaming, McpService};
+use mcp_lambda_test_support as support;
 use serde_json::Value;
 use tower::ServiceExt as _;
 
@@ -129,7 +130,7 @@ fn service(setup: Setup) -> McpService<Basket> {
 }
 
 fn events() -> Vec<(String, String, String)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("events");
+    let dir = support::package_dir().join("events");
     let mut found = Vec::new();
     for entry in std::fs::read_dir(&dir).expect("events/ exists") {
         let path = entry.unwrap().path();
@@ -300,10 +301,9 @@ async fn discover_is_cacheable_and_405_names_post() {
 async fn the_cdn_secret_header_never_reaches_the_handler_and_is_checked_on_every_route() {
     let cdn = service(Setup::CdnSecret);
     // The same healthz event without the header is refused when a secret is configured.
-    let event = std::fs::read_to_string(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("events/function_url_healthz.json"),
-    )
-    .unwrap();
+    let event =
+        std::fs::read_to_string(support::package_dir().join("events/function_url_healthz.json"))
+            .unwrap();
     assert_eq!(buffered(&cdn, &event).await.status, StatusCode::FORBIDDEN);
     let mut with_secret: Value = serde_json::from_str(&event).unwrap();
     with_secret["headers"]["x-origin-secret"] = CDN_SECRET.into();

@@ -27,7 +27,7 @@ use support::lambda_runtime::{Function, Invocation, RuntimeApi};
 use tokio::{net::TcpListener, sync::oneshot};
 
 fn event(name: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    let path = support::package_dir()
         .join("events")
         .join(format!("{name}.json"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -46,7 +46,7 @@ fn progress_example() -> PathBuf {
     let mut build = Command::new(cargo);
     build
         .args(["build", "--workspace", "--example", "progress"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
+        .current_dir(support::package_dir());
     if !cfg!(debug_assertions) {
         build.arg("--release");
     }

@@ -45,7 +45,7 @@ pub fn binary() -> &'static Path {
             ])
             .arg("--target-dir")
             .arg(profile.parent().expect("a target dir"))
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
+            .current_dir(crate::package_dir());
         if !cfg!(debug_assertions) {
             build.arg("--release");
         }

@@ -28,3 +28,18 @@ pub mod lambda_runtime;
 pub mod proc;
 pub mod sse;
 pub mod tools;
+
+use std::path::PathBuf;
+
+/// The directory of the package whose tests (or benchmarks) are running, read when they run:
+/// cargo sets `CARGO_MANIFEST_DIR` for every test process; the current directory otherwise.
+///
+/// Not `env!("CARGO_MANIFEST_DIR")`: cargo names a workspace's artifacts by paths relative to
+/// the workspace, so two checkouts sharing one target dir (the CI clone and a working tree)
+/// share them too, and a compile-time path can name the other checkout, long gone.
+pub fn package_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())
+        .expect("CARGO_MANIFEST_DIR or a current directory")
+}
