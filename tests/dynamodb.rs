@@ -391,8 +391,8 @@ async fn a_write_whose_answer_is_lost_recognises_itself_on_retry_or_says_its_out
     store.delete(&alice, doomed.id, None).await.unwrap();
     assert_eq!(proxy.take(), ["UpdateItem", "UpdateItem"]);
 
-    // Every attempt of the SDK's answer lost: the store sends the same write again (same
-    // write_id), and that repeat learns it had landed: success, applied once.
+    // Three answers lost in a row: the store sends the same write again (same write_id), and
+    // the repeat that answers learns it had landed: success, applied once.
     proxy.swallow("UpdateItem", 3);
     let settled = store
         .update(&alice, h.id, 2, json!({ "n": 2 }), HOUR)
@@ -402,7 +402,7 @@ async fn a_write_whose_answer_is_lost_recognises_itself_on_retry_or_says_its_out
     assert_eq!(
         proxy.take(),
         ["UpdateItem"; 4],
-        "the SDK's three, then one repeat"
+        "three lost, then one that answers"
     );
     let now = read(h.id).await.unwrap();
     assert_eq!((now.version, &now.data), (3, &json!({ "n": 2 })));
@@ -443,12 +443,18 @@ async fn a_write_whose_answer_is_lost_recognises_itself_on_retry_or_says_its_out
         (4, &json!({ "n": 2.5 })),
         "the write landed although its caller never heard"
     );
+    // A touch whose answers are lost is sent again until one comes back (a repeat meets the
+    // same condition); lost for the whole budget, its outcome is unknown.
     proxy.swallow("UpdateItem", 3);
-    let lost = store.touch(&alice, h.id, HOUR).await;
+    store.touch(&alice, h.id, HOUR).await.unwrap();
+    assert_eq!(proxy.take(), ["UpdateItem"; 4]);
+    proxy.swallow("UpdateItem", 1000);
+    let lost = impatient.touch(&alice, h.id, HOUR).await;
     assert!(
         matches!(lost, Err(HandleError::Indeterminate(_))),
         "{lost:?}"
     );
+    proxy.swallow("UpdateItem", 0);
     proxy.take();
     // A touch that answers settles every earlier write: this one names version 3, which the
     // touches above made stale, so it cannot land even if it were still on its way.
@@ -464,11 +470,12 @@ async fn a_write_whose_answer_is_lost_recognises_itself_on_retry_or_says_its_out
         })
     );
     proxy.take();
-    // A read whose answers are lost changed nothing: unavailable.
-    proxy.swallow("GetItem", 3);
-    let lost = store.get(&alice, h.id).await;
+    // A read whose answers are lost for the whole budget changed nothing: unavailable.
+    proxy.swallow("GetItem", 1000);
+    let lost = impatient.get(&alice, h.id).await;
     assert!(matches!(lost, Err(HandleError::Unavailable(_))), "{lost:?}");
-    assert_eq!(proxy.take(), ["GetItem"; 3]);
+    proxy.swallow("GetItem", 0);
+    assert!(proxy.take().len() >= 3, "tried again within the budget");
 
     // The first answer lost, then DynamoDB unreachable: the last attempt's error is a refused
     // connection, but the first attempt may have landed (it did), so: unknown, not "nothing
@@ -476,7 +483,7 @@ async fn a_write_whose_answer_is_lost_recognises_itself_on_retry_or_says_its_out
     proxy.swallow("UpdateItem", 1);
     let version = touched.version;
     let call = {
-        let (store, alice, id) = (store.clone(), alice.clone(), h.id);
+        let (store, alice, id) = (impatient.clone(), alice.clone(), h.id);
         tokio::spawn(async move {
             store
                 .update(&alice, id, version, json!({ "n": 3 }), HOUR)
@@ -492,10 +499,10 @@ async fn a_write_whose_answer_is_lost_recognises_itself_on_retry_or_says_its_out
     );
     assert_eq!(read(h.id).await.unwrap().version, version + 1, "and it had");
 
-    // Nothing listening at all: no attempt was sent, so nothing changed, and the store says
-    // that.
+    // Nothing listening at all (for the whole budget): no attempt was sent, so nothing
+    // changed, and the store says that.
     tokio::time::sleep(Duration::from_millis(200)).await; // the client sees its pool closed
-    let refused = store
+    let refused = impatient
         .update(&alice, h.id, version + 1, json!({ "n": 4 }), HOUR)
         .await;
     assert!(
@@ -505,10 +512,13 @@ async fn a_write_whose_answer_is_lost_recognises_itself_on_retry_or_says_its_out
     for (label, result) in [
         (
             "create",
-            store.create(&alice, "k", json!(0), HOUR).await.map(drop),
+            impatient
+                .create(&alice, "k", json!(0), HOUR)
+                .await
+                .map(drop),
         ),
-        ("touch", store.touch(&alice, h.id, HOUR).await.map(drop)),
-        ("delete", store.delete(&alice, h.id, None).await),
+        ("touch", impatient.touch(&alice, h.id, HOUR).await.map(drop)),
+        ("delete", impatient.delete(&alice, h.id, None).await),
     ] {
         assert!(
             matches!(result, Err(HandleError::Unavailable(_))),
@@ -703,10 +713,7 @@ struct OwnDynamo {
 
 impl OwnDynamo {
     fn script(state: &PathBuf, args: &[&str], port: Option<u16>) -> String {
-        let mut command = Command::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/scripts/dynamodb-local.sh"
-        ));
+        let mut command = Command::new(support::package_dir().join("scripts/dynamodb-local.sh"));
         command
             .args(args)
             .env("DYNAMODB_LOCAL_STATE", state)
@@ -768,14 +775,11 @@ impl OwnDynamo {
 
 impl Drop for OwnDynamo {
     fn drop(&mut self) {
-        let _ = Command::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/scripts/dynamodb-local.sh"
-        ))
-        .arg("stop")
-        .env("DYNAMODB_LOCAL_STATE", &self.state)
-        .stdin(Stdio::null())
-        .output();
+        let _ = Command::new(support::package_dir().join("scripts/dynamodb-local.sh"))
+            .arg("stop")
+            .env("DYNAMODB_LOCAL_STATE", &self.state)
+            .stdin(Stdio::null())
+            .output();
     }
 }
 
@@ -1654,15 +1658,39 @@ async fn a_task_write_whose_answer_is_lost_recognises_itself_on_retry() {
         "cancel, retried"
     );
 
-    // Every answer lost: the create is not reported durable.
-    let lost = task(&alice, 3_600_000);
+    // Three answers lost in a row: the same put is sent until one comes back, which finds
+    // this call's own item.
+    let repeated = task(&alice, 3_600_000);
     proxy.swallow("PutItem", 3);
-    let result = store.create(&lost, None).await;
+    store
+        .create(&repeated, None)
+        .await
+        .expect("the fourth attempt finds its own item");
+    assert_eq!(proxy.take(), ["PutItem"; 4]);
+
+    // Every answer lost for the whole budget: the create is not reported durable (and the
+    // task never runs: nobody dispatches an unconfirmed create).
+    let impatient = DynamoDbTaskStore::new(
+        client(
+            &proxy.url,
+            &mcp_lambda::aws::AwsTimeouts {
+                connect: Duration::from_millis(1000),
+                read: Duration::from_millis(400),
+                operation: Duration::from_millis(2000),
+            },
+        )
+        .await,
+        TABLE,
+    );
+    let lost = task(&alice, 3_600_000);
+    proxy.swallow("PutItem", 1000);
+    let result = impatient.create(&lost, None).await;
     assert!(
         matches!(result, Err(TaskError::Unavailable(_))),
         "{result:?}"
     );
-    assert_eq!(proxy.take(), ["PutItem"; 3]);
+    proxy.swallow("PutItem", 0);
+    assert!(proxy.take().len() >= 3, "tried again within the budget");
 
     let read = direct.get(&alice, t.id).await.unwrap();
     assert_eq!(read.state, TaskState::InputRequired);
@@ -1825,8 +1853,8 @@ async fn fifty_add_items_on_a_bad_day(
 /// Under 20 % throttling and 5 % 500s, and then with resets and lost answers mixed in, every
 /// one of 50 concurrent writes is answered applied, unknown or unchanged, and the basket agrees:
 /// nothing acknowledged is lost, nothing applied that nobody sent. How many are left "may or
-/// may not" is printed (the server repeats a write whose outcome it does not know, same write
-/// id, until an answer says).
+/// may not" is at most 5 of 50: the server repeats a write whose outcome it does not know, same
+/// write id, until an answer says.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_bad_day_few_concurrent_writes_are_left_may_or_may_not() {
     use support::fault_proxy::Fault;
@@ -1854,9 +1882,13 @@ async fn on_a_bad_day_few_concurrent_writes_are_left_may_or_may_not() {
             quantity as usize >= ok && quantity as usize <= ok + unknown,
             "{label}: {ok} acknowledged and {unknown} unknown, yet the basket holds {quantity}"
         );
-        // The issue's target is at most 5 of 50 "may or may not"; measured 2 to 6 under
-        // throttling and 500s (10 before the repeat and the write history). Not yet asserted:
-        // issue 29 stays open.
+        // At most 10 %: the store's own retries come 25 ms apart, so a repeat of a write whose
+        // answer was lost meets the item while its write history still reaches back to it.
+        // Measured 0 to 1 of 50 (7 to 15 before issue 29; 2 to 6 with the SDK's retries).
         eprintln!("{label}: {unknown} of 50 answered may or may not");
+        assert!(
+            unknown <= 5,
+            "{label}: {unknown} of 50 answered may or may not (at most 5)"
+        );
     }
 }

@@ -1059,3 +1059,80 @@ async fn a_round_whose_claim_is_throttled_is_claimed_once_the_store_answers() {
     );
     assert_eq!(s.runs.load(Ordering::SeqCst), 1, "run once");
 }
+
+/// `tasks/cancel` while DynamoDB throttles the cancel's write for 3 s: the cancel is written
+/// once the store answers (the call waits, it does not fail), and the round stops: `cancelled`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_met_by_throttling_is_written_once_the_store_answers_and_stops_the_round() {
+    let Some((store, proxy)) = faulty_dynamodb_store().await else {
+        return;
+    };
+    let s = setup(settings(60_000), store);
+    let id = create(&s.service, 10_000).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    proxy.rule(
+        support::fault_proxy::Rule::op("UpdateItem")
+            .body_contains("SET #cancel = :true")
+            .for_duration(Duration::from_secs(3))
+            .act(support::fault_proxy::Fault::Throttle),
+    );
+    let ack = task_request(&s.service, "tasks/cancel", &id, json!({})).await;
+    assert_eq!(
+        ack.json()["result"],
+        json!({"resultType": "complete"}),
+        "{}",
+        ack.text
+    );
+    let done = terminal_within(&s.service, &id, Duration::from_secs(5)).await;
+    assert_eq!(done["status"], "cancelled", "{done}");
+    let cancels = actions(&proxy, "SET #cancel = :true");
+    assert!(
+        cancels.len() > 1 && cancels.last().is_some_and(|a| a == "Forward"),
+        "throttled, then written: {cancels:?}"
+    );
+}
+
+/// The task's `PutItem` lands but its answer is lost: the server repeats it, finds its own
+/// write id, answers the `CreateTaskResult`, and the task runs once to `completed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_whose_answer_is_lost_still_starts_the_task_once() {
+    let Some((store, proxy)) = faulty_dynamodb_store().await else {
+        return;
+    };
+    let s = setup(settings(20_000), store);
+    proxy.rule(
+        support::fault_proxy::Rule::op("PutItem")
+            .next(1)
+            .act(support::fault_proxy::Fault::LoseAnswer),
+    );
+    let id = create(&s.service, 100).await;
+    let done = terminal_within(&s.service, &id, Duration::from_secs(10)).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let puts: Vec<String> = proxy
+        .log()
+        .iter()
+        .filter(|e| e.op == "PutItem")
+        .map(|e| format!("{:?}", e.action))
+        .collect();
+    assert_eq!(puts, ["LoseAnswer", "Forward"], "lost, then repeated");
+    assert_eq!(s.runs.load(Ordering::SeqCst), 1, "run once");
+}
+
+/// DynamoDB goes away for 3 s while a round runs (its progress checks fail, its end would
+/// too): the round's end is written once the store is back, and the task reads `completed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_outlives_the_store_being_down_for_three_seconds() {
+    let Some((store, proxy)) = faulty_dynamodb_store().await else {
+        return;
+    };
+    let s = setup(settings(30_000), store);
+    let id = create(&s.service, 1500).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    proxy.down();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    proxy.up();
+    let done = terminal_within(&s.service, &id, Duration::from_secs(15)).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "worked 1500 ms");
+    assert_eq!(s.runs.load(Ordering::SeqCst), 1, "run once");
+}

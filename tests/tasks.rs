@@ -105,6 +105,7 @@ macro_rules! contract_tests {
                 a_partial_answer_keeps_the_task_waiting,
                 an_answer_to_a_task_not_waiting_changes_nothing,
                 a_claim_is_exclusive,
+                a_round_not_claimed_within_the_window_never_can_be,
                 a_cancelled_task_cannot_be_claimed,
                 a_task_is_claimable_for_the_next_round_once_every_input_is_answered,
                 a_round_that_asks_for_nothing_is_claimable_at_once,
@@ -342,6 +343,24 @@ async fn a_claim_is_exclusive(store: Arc<dyn TaskStore>) {
         store.get(&alice, task.id).await.unwrap().claimed,
         Some((0, until))
     );
+}
+
+async fn a_round_not_claimed_within_the_window_never_can_be(store: Arc<dyn TaskStore>) {
+    let alice = owner("alice");
+    let mut late = new_task(&alice, HOUR_MS);
+    late.created_at_ms = now_ms() - mcp_lambda::tasks::CLAIM_WINDOW_MS - 1000;
+    late.updated_at_ms = late.created_at_ms;
+    store.create(&late, None).await.unwrap();
+    assert_eq!(
+        store.claim(late.id, 0, lease()).await,
+        Ok(None),
+        "handed out longer ago than the claim window"
+    );
+    let mut on_time = new_task(&alice, HOUR_MS);
+    on_time.created_at_ms = now_ms() - mcp_lambda::tasks::CLAIM_WINDOW_MS + 10_000;
+    on_time.updated_at_ms = on_time.created_at_ms;
+    store.create(&on_time, None).await.unwrap();
+    assert!(store.claim(on_time.id, 0, lease()).await.unwrap().is_some());
 }
 
 async fn a_cancelled_task_cannot_be_claimed(store: Arc<dyn TaskStore>) {

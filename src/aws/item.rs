@@ -51,7 +51,7 @@ pub(crate) enum Failure<'a> {
         /// DynamoDB's message.
         message: &'a str,
     },
-    /// Any other error DynamoDB answered (throttled after the SDK's retries, no table, no
+    /// Any other error DynamoDB answered (throttled after every retry, no table, no
     /// permission), by its code.
     Service {
         /// The error code, `unknown` when DynamoDB gave none.
@@ -80,6 +80,34 @@ where
         }
         _ => Failure::Other,
     }
+}
+
+/// `error` in one line, for a message or a log: DynamoDB's code and message when it answered,
+/// else the error and its causes (`timed out`, `io error: connection reset`). Never the raw
+/// answer, which `DisplayErrorContext` appends (its headers and body).
+pub(crate) fn brief<E, R>(error: &SdkError<E, R>) -> String
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: fmt::Debug,
+{
+    if let SdkError::ServiceError(service) = error {
+        let code = service.err().code().unwrap_or("unknown");
+        return match service.err().message() {
+            Some(message) if !message.is_empty() => format!("{code}: {message}"),
+            _ => code.to_owned(),
+        };
+    }
+    let mut line = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(error) = cause {
+        let text = error.to_string();
+        if !line.ends_with(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        cause = error.source();
+    }
+    line
 }
 
 #[cfg(test)]
@@ -155,5 +183,19 @@ mod tests {
         let unreachable: SdkError<GetItemError, Response> =
             SdkError::dispatch_failure(ConnectorError::io("refused".into()));
         assert_eq!(failure(&unreachable), Failure::Unreachable);
+    }
+
+    #[test]
+    fn a_brief_error_is_one_line_without_the_raw_answer() {
+        let throttled = service_error("ProvisionedThroughputExceededException", "slow down");
+        assert_eq!(
+            brief(&throttled),
+            "ProvisionedThroughputExceededException: slow down"
+        );
+        let reset: SdkError<GetItemError, Response> =
+            SdkError::dispatch_failure(ConnectorError::io("connection reset".into()));
+        let line = brief(&reset);
+        assert!(line.contains("connection reset"), "{line}");
+        assert!(!line.contains('\n') && !line.contains("Response"), "{line}");
     }
 }

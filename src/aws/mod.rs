@@ -3,8 +3,10 @@
 //! call was for the handle and task stores) and the request-state key loader.
 //!
 //! One HTTP stack for the SDK (hyper 1 + rustls on `ring`: no `aws-lc-sys`, no second TLS
-//! library), the configured timeouts on every call, and the SDK's standard retries (throttling
-//! and transient errors, with backoff) inside the operation timeout.
+//! library) and the configured timeouts on every call. DynamoDB calls are retried by one
+//! policy, `retry.rs` (throttling, 5xx and lost connections, 25 ms backoff with jitter, within
+//! the operation timeout; docs/operations.md has the table); the other AWS calls (SSM, Secrets
+//! Manager, Lambda, once at start-up or per dispatch) by the SDK's standard retries.
 //!
 //! The endpoint, region and credentials come from the standard AWS environment, read by the
 //! SDK's loader: `AWS_REGION`, `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`/`AWS_SESSION_TOKEN`
@@ -21,12 +23,14 @@
 //! |---|---|---|
 //! | `MCP_AWS_CONNECT_TIMEOUT_MS` | `1000` | connecting to an AWS endpoint (DynamoDB, SSM, Secrets Manager) |
 //! | `MCP_AWS_READ_TIMEOUT_MS` | `2000` | one attempt of an AWS call, from sending to the answer |
-//! | `MCP_AWS_OPERATION_TIMEOUT_MS` | `5000` | one AWS call including the SDK's retries: the longest a handle operation can take |
+//! | `MCP_AWS_OPERATION_TIMEOUT_MS` | `5000` | one AWS call including its retries: the longest a handle operation can take |
 
 #[cfg(feature = "dynamodb")]
 pub(crate) mod item;
 #[cfg(feature = "dynamodb")]
 mod meter;
+#[cfg(feature = "dynamodb")]
+pub(crate) mod retry;
 #[cfg(feature = "aws-secrets")]
 pub(crate) mod secrets;
 #[cfg(feature = "aws-secrets")]
@@ -35,6 +39,7 @@ pub(crate) mod signed;
 pub use meter::DynamoDbMeter;
 pub use usage::DynamoDbUsage;
 
+pub(crate) mod pause;
 mod usage;
 
 /// A DynamoDB table a store cannot use, found when it is opened at start-up: which table, for
@@ -88,8 +93,8 @@ pub struct AwsTimeouts {
     /// One attempt, from sending the request to the answer (`MCP_AWS_READ_TIMEOUT_MS`,
     /// default 2 s).
     pub read: Duration,
-    /// One call including the SDK's retries with backoff (`MCP_AWS_OPERATION_TIMEOUT_MS`,
-    /// default 5 s): the longest a handle operation can take. Keep it below the Lambda timeout.
+    /// One call including its retries with backoff (`MCP_AWS_OPERATION_TIMEOUT_MS`, default
+    /// 5 s): the longest a handle operation can take. Keep it below the Lambda timeout.
     pub operation: Duration,
 }
 
@@ -164,11 +169,17 @@ pub fn loader(timeouts: &AwsTimeouts) -> aws_config::ConfigLoader {
 }
 
 /// A DynamoDB client on `sdk` whose every request is counted by [`DynamoDbUsage`] (what the
-/// per-request metrics report).
+/// per-request metrics report), with the SDK's own retries off: the stores retry each call
+/// themselves (throttling, 5xx, lost connections) sooner than the SDK would, and learn whether
+/// a write whose answer was lost landed. A client of your own works too; its SDK retries then
+/// come on top of the stores'.
 #[cfg(feature = "dynamodb")]
 pub fn dynamodb_client(sdk: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Client {
+    // Each store call retries by `retry.rs`'s policy; the SDK's retries on top would multiply
+    // the attempts and wait longer between them.
     let config = aws_sdk_dynamodb::config::Builder::from(sdk)
         .interceptor(DynamoDbMeter)
+        .retry_config(RetryConfig::disabled())
         .build();
     aws_sdk_dynamodb::Client::from_conf(config)
 }

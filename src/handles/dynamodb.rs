@@ -35,21 +35,23 @@
 //!
 //! # Retries and lost answers
 //!
-//! Throttling and transient errors, timeouts included, are retried by the SDK with backoff;
-//! connect, read and operation timeouts come from [`AwsTimeouts`](crate::aws::AwsTimeouts), so
-//! an unreachable table fails in bounded time. Every write is a single conditional request: it
-//! lands whole or not at all. When an attempt lands but its answer is lost (read timeout,
-//! connection dropped) the SDK sends it again, and the condition then fails on the attempt's own
-//! result: the `write_id` in the old item shows it, and the operation succeeds. That is why a
-//! delete is a tombstone and not a `DeleteItem`: a retried `DeleteItem` would find nothing and
-//! answer "not found" for a delete that worked.
+//! Each request is tried again by the crate's one retry policy (`aws/retry.rs`, the table in
+//! docs/operations.md): throttling, 5xx and lost connections, 25 ms apart and growing, within
+//! the operation timeout of [`AwsTimeouts`](crate::aws::AwsTimeouts), so an unreachable table
+//! fails in bounded time. Every write is a single conditional request: it lands whole or not
+//! at all. When an attempt lands but its answer is lost (a 5xx, a read timeout, a connection
+//! dropped) the next attempt is the same request, and its condition then fails on the
+//! attempt's own result: the `write_id` in the old item (or in the update history `w1` …
+//! `w15`) shows it, and the operation succeeds. That is why a delete is a tombstone and not a
+//! `DeleteItem`: a repeated `DeleteItem` would find nothing and answer "not found" for a
+//! delete that worked.
 //!
 //! A failed write is [`HandleError::Unavailable`] ("nothing changed") only when no attempt can
-//! have been applied: each attempt either failed to connect, or was refused with a 4xx. A
-//! per-call interceptor watches every attempt to know. When any attempt may have landed (it was
-//! sent and then timed out, lost its connection or met a 5xx) and no later attempt saw its
-//! result, the answer is [`HandleError::Indeterminate`]. Reads never are: a failed `GetItem`
-//! changed nothing.
+//! have been applied: each attempt either failed to connect, or was refused with a 4xx. When
+//! any attempt may have landed and no later attempt saw its result (the store stayed
+//! unreachable for the whole budget, or the item moved on further than its history reaches),
+//! the answer is [`HandleError::Indeterminate`]. Reads never are: a failed `GetItem` changed
+//! nothing.
 //!
 //! An attempt whose answer was lost may still be on its way: queued in DynamoDB or in the
 //! network, applied after the caller has moved on. A `GetItem` cannot rule that out; a
@@ -58,15 +60,10 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::config::interceptors::{
-    BeforeTransmitInterceptorContextRef, FinalizerInterceptorContextRef,
-};
-use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
-use aws_sdk_dynamodb::error::{BoxError, DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ReturnValue,
     ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
@@ -79,6 +76,7 @@ use super::{
 use crate::aws::AwsTimeouts;
 use crate::aws::TableError;
 use crate::aws::item::{self, Failure, Item, n, s};
+use crate::aws::retry::{self, CONFLICT_ATTEMPTS, conflict_pause};
 
 /// The table definition, as CloudFormation `AWS::DynamoDB::Table` properties: the one copy in
 /// `infra/handles-table.json`, used by [`DynamoDbHandleStore::create_table`] (tests, local
@@ -92,7 +90,7 @@ const PK: &str = "pk";
 const DELETED: &str = "deleted";
 
 /// How long a deleted handle's tombstone is kept (its `expires_at`, for the TTL sweep). It
-/// only has to outlive the SDK's retries of the delete, which end within the operation timeout.
+/// only has to outlive the retries of the delete, which end within the operation timeout.
 pub const TOMBSTONE_TTL: Duration = Duration::from_secs(300);
 
 /// A [`HandleStore`] on a DynamoDB table; clones share the client and its connections.
@@ -154,16 +152,6 @@ pub(super) async fn open(
 }
 
 impl DynamoDbHandleStore {
-    /// How long a write whose outcome is unknown is repeated to learn it: the client's
-    /// operation timeout (`MCP_AWS_OPERATION_TIMEOUT_MS`), 5 s when it has none.
-    fn settle_budget(&self) -> Duration {
-        self.client
-            .config()
-            .timeout_config()
-            .and_then(|t| t.operation_timeout())
-            .unwrap_or(Duration::from_secs(5))
-    }
-
     /// A store on `table` (a name or an ARN) through `client`. Makes no request.
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
@@ -207,14 +195,15 @@ impl DynamoDbHandleStore {
     /// (`true`: timeout, connection refused) rather than a configuration mistake.
     pub(crate) async fn warm_up(&self) -> Result<(), (bool, TableError)> {
         let fail = |reason: String| TableError::new(STORE, self.table.as_ref(), reason);
-        let result = self
+        let request = self
             .client
             .get_item()
             .table_name(self.table.as_ref())
-            .key(PK, s("h#warm-up"))
-            .send()
-            .await;
-        let Err(e) = result else {
+            .key(PK, s("h#warm-up"));
+        let Err(e) = retry::send(&self.client, || request.clone().send())
+            .await
+            .result
+        else {
             return Ok(());
         };
         let code = e.as_service_error().and_then(|s| s.code());
@@ -244,15 +233,9 @@ impl DynamoDbHandleStore {
             ),
             (SdkError::TimeoutError(_) | SdkError::DispatchFailure(_), _) => (
                 true,
-                fail(format!(
-                    "cannot reach DynamoDB: {}",
-                    DisplayErrorContext(&e)
-                )),
+                fail(format!("cannot reach DynamoDB: {}", item::brief(&e))),
             ),
-            _ => (
-                false,
-                fail(format!("cannot read it: {}", DisplayErrorContext(&e))),
-            ),
+            _ => (false, fail(format!("cannot read it: {}", item::brief(&e)))),
         })
     }
 
@@ -399,7 +382,6 @@ impl DynamoDbHandleStore {
                 .expression_attribute_values(":max", n(u64::from(quota.max)))
                 .build()
                 .map_err(invalid)?;
-            let attempts = Attempts::default();
             // The same token again is idempotent for 10 minutes: a repeat of a transaction that
             // landed succeeds without applying it twice.
             let request = self
@@ -408,21 +390,16 @@ impl DynamoDbHandleStore {
                 .transact_items(TransactWriteItem::builder().put(put).build())
                 .transact_items(TransactWriteItem::builder().update(count).build())
                 .client_request_token(write_id.clone());
-            let result = settle(&attempts, self.settle_budget(), || {
-                request
-                    .clone()
-                    .customize()
-                    .interceptor(attempts.clone())
-                    .send()
-            })
-            .await;
+            let sent = retry::send(&self.client, || request.clone().send()).await;
+            let maybe_applied = sent.maybe_applied;
+            let result = sent.result;
             let Err(e) = result else {
                 return Ok(handle);
             };
             let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) =
                 e.as_service_error()
             else {
-                return Err(failure("TransactWriteItems", &e, Some(&attempts)));
+                return Err(failure("TransactWriteItems", &e, maybe_applied));
             };
             let why = CountedCancel::of(cancelled);
             if why.over_quota {
@@ -432,7 +409,7 @@ impl DynamoDbHandleStore {
                     "a random handle id collided with an existing one; try again".into(),
                 ));
             } else if !why.conflict || attempt == CONFLICT_ATTEMPTS {
-                return Err(failure("TransactWriteItems", &e, Some(&attempts)));
+                return Err(failure("TransactWriteItems", &e, maybe_applied));
             }
             conflict_pause(attempt).await;
             write_id = HandleId::random()?.to_string();
@@ -521,138 +498,9 @@ fn live_old(
     Ok((handle.owner == owner && handle.expires_at_ms > now).then_some((handle, write_id)))
 }
 
-/// Watches every attempt of one SDK call (the SDK retries inside `send()`) and remembers
-/// whether any of them may have been applied by DynamoDB without the call learning the result.
-///
-/// An attempt is known not to have been applied when it never got to send (it failed before
-/// transmitting, or while connecting) or when DynamoDB answered it with a 4xx (throttled,
-/// refused, condition failed). Anything else that failed after the request went out (a read or
-/// attempt timeout, a connection lost mid-exchange, a 5xx) may have been.
-#[derive(Clone, Debug, Default)]
-struct Attempts(Arc<AttemptState>);
-
-#[derive(Debug, Default)]
-struct AttemptState {
-    /// The current attempt reached the transmit phase.
-    transmitting: AtomicBool,
-    /// Some attempt may have been applied.
-    maybe_applied: AtomicBool,
-}
-
-impl Attempts {
-    fn maybe_applied(&self) -> bool {
-        self.0.maybe_applied.load(Ordering::SeqCst)
-    }
-}
-
-impl Intercept for Attempts {
-    fn name(&self) -> &'static str {
-        "mcp-lambda::handles::Attempts"
-    }
-
-    fn read_before_transmit(
-        &self,
-        _context: &BeforeTransmitInterceptorContextRef<'_>,
-        _runtime_components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        self.0.transmitting.store(true, Ordering::SeqCst);
-        Ok(())
-    }
-
-    fn read_after_attempt(
-        &self,
-        context: &FinalizerInterceptorContextRef<'_>,
-        _runtime_components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        if self.0.transmitting.swap(false, Ordering::SeqCst) && attempt_may_have_applied(context) {
-            self.0.maybe_applied.store(true, Ordering::SeqCst);
-        }
-        Ok(())
-    }
-}
-
-/// Whether an attempt that reached the transmit phase may have been applied.
-fn attempt_may_have_applied(context: &FinalizerInterceptorContextRef<'_>) -> bool {
-    if let Some(response) = context.response() {
-        // DynamoDB answered: a 4xx applied nothing; a 2xx applied (the call may still fail to
-        // read the body), and a 5xx may or may not have.
-        return !response.status().is_client_error();
-    }
-    match context.output_or_error() {
-        Some(Err(error)) => !error
-            .as_connector_error()
-            .is_some_and(|e| failed_to_connect(e)),
-        // Cancelled in flight (the operation timeout), or no record: assume the worst.
-        _ => true,
-    }
-}
-
-/// Whether a connector error happened while opening the connection (refused, connect timeout,
-/// DNS), before any byte of the request was sent. hyper's pool tags those errors "connect".
-fn failed_to_connect(error: &(dyn std::error::Error + 'static)) -> bool {
-    let mut next = Some(error);
-    while let Some(error) = next {
-        if let Some(e) = error.downcast_ref::<hyper_util::client::legacy::Error>() {
-            return e.is_connect();
-        }
-        next = error.source();
-    }
-    false
-}
-
-/// A write whose outcome is unknown (an attempt may have landed: a 5xx, a reset, a lost
-/// answer) is sent again, the same request with the same `write_id`, to learn it, while the
-/// call's own budget lasts (`MCP_AWS_OPERATION_TIMEOUT_MS`, counted from the first send, so a
-/// handle operation still takes at most about that long). Every write here is idempotent by
-/// its `write_id` and its condition: a repeat of one that landed fails its condition and finds
-/// its own `write_id` in the old item (success), a repeat of one that did not is applied, and a
-/// late original then fails its condition. So "may or may not have been applied" is answered
-/// only when the store stayed unreachable for the whole budget.
-///
-/// `send` is repeated while `attempts` says some attempt may have landed and the last answer
-/// is an error other than a condition failure (which is read as the answer it is), after a
-/// short growing pause; a repeat that would outlast the budget is cut at its end.
-async fn settle<T, E, R, F, Fut>(
-    attempts: &Attempts,
-    budget: Duration,
-    mut send: F,
-) -> Result<T, SdkError<E, R>>
-where
-    E: ProvideErrorMetadata,
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, SdkError<E, R>>>,
-{
-    let started = std::time::Instant::now();
-    let mut pause = Duration::from_millis(50);
-    let mut result = send().await;
-    loop {
-        let unknown = match &result {
-            Err(e) => {
-                attempts.maybe_applied()
-                    && e.code() != Some("ConditionalCheckFailedException")
-                    && e.code() != Some("TransactionCanceledException")
-            }
-            Ok(_) => false,
-        };
-        let left = budget.saturating_sub(started.elapsed() + pause);
-        if !unknown || left < Duration::from_millis(100) {
-            return result;
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_millis(800));
-        match tokio::time::timeout(left, send()).await {
-            Ok(answer) => result = answer,
-            // Cut at the budget's end: still unknown, the last error stands.
-            Err(_) => return result,
-        }
-    }
-}
-
 /// A failed SDK call as [`HandleError`]. A read (`attempts` is `None`) or a write no attempt of
 /// which can have landed: bad requests are `Invalid`, everything else (timeouts, unreachable
-/// endpoint, throttling after the SDK's retries, missing table, no permission) is
+/// endpoint, throttling after every retry, missing table, no permission) is
 /// `Unavailable`, with the cause for the logs. A write some attempt of which may have landed is
 /// `Indeterminate`.
 /// Why DynamoDB cancelled a counted create (the item's `Put` first, the count's `Update` second).
@@ -682,27 +530,12 @@ impl CountedCancel {
     }
 }
 
-/// How often a counted create meets a concurrent one of the same owner before giving up.
-pub(crate) const CONFLICT_ATTEMPTS: u32 = 8;
-
-/// A short random pause before the next attempt after a `TransactionConflict`, growing with it.
-pub(crate) async fn conflict_pause(attempt: u32) {
-    let mut byte = [0u8; 1];
-    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut byte);
-    let ms = u64::from(byte[0] % 20) + 5 * u64::from(attempt);
-    tokio::time::sleep(Duration::from_millis(ms)).await;
-}
-
-fn failure<E, R>(
-    operation: &str,
-    error: &SdkError<E, R>,
-    attempts: Option<&Attempts>,
-) -> HandleError
+fn failure<E, R>(operation: &str, error: &SdkError<E, R>, maybe_applied: bool) -> HandleError
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
     R: fmt::Debug,
 {
-    if attempts.is_some_and(Attempts::maybe_applied) {
+    if maybe_applied {
         return indeterminate(operation, error);
     }
     unavailable(operation, error)
@@ -715,7 +548,7 @@ where
 {
     HandleError::Indeterminate(format!(
         "DynamoDB {operation} was sent and its answer lost: {}",
-        DisplayErrorContext(error)
+        item::brief(error)
     ))
 }
 
@@ -731,7 +564,7 @@ where
         )),
         Failure::Unreachable => HandleError::Unavailable(format!(
             "cannot reach DynamoDB for {operation}: {}",
-            DisplayErrorContext(error)
+            item::brief(error)
         )),
         Failure::Refused { message } => {
             HandleError::Invalid(format!("DynamoDB refused {operation}: {message}"))
@@ -741,7 +574,7 @@ where
         }
         Failure::Other => HandleError::Unavailable(format!(
             "DynamoDB {operation} failed: {}",
-            DisplayErrorContext(error)
+            item::brief(error)
         )),
     }
 }
@@ -764,7 +597,6 @@ impl HandleStore for DynamoDbHandleStore {
                 return self.create_counted(handle, quota, write_id, now).await;
             }
             let (pk, pk_value) = Self::key(id);
-            let attempts = Attempts::default();
             let request = self
                 .client
                 .put_item()
@@ -782,24 +614,19 @@ impl HandleStore for DynamoDbHandleStore {
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
                 );
-            let result = settle(&attempts, self.settle_budget(), || {
-                request
-                    .clone()
-                    .customize()
-                    .interceptor(attempts.clone())
-                    .send()
-            })
-            .await;
+            let sent = retry::send(&self.client, || request.clone().send()).await;
+            let maybe_applied = sent.maybe_applied;
+            let result = sent.result;
             let Err(e) = result else {
                 return Ok(handle);
             };
             use aws_sdk_dynamodb::operation::put_item::PutItemError;
             let Some(PutItemError::ConditionalCheckFailedException(c)) = e.as_service_error()
             else {
-                return Err(failure("PutItem", &e, Some(&attempts)));
+                return Err(failure("PutItem", &e, maybe_applied));
             };
             if c.item().and_then(|i| item::text(i, "write_id")) == Some(write_id.as_str()) {
-                // The SDK retried a put whose first attempt had already landed.
+                // A repeat of a put whose first attempt had already landed.
                 Ok(handle)
             } else {
                 // Nobody else knows a fresh id, so no earlier attempt of this call is there.
@@ -821,15 +648,16 @@ impl HandleStore for DynamoDbHandleStore {
                 return Err(HandleError::NotFound);
             }
             let (pk, pk_value) = Self::key(id);
-            let out = self
+            let request = self
                 .client
                 .get_item()
                 .table_name(self.table.as_ref())
                 .key(pk, pk_value)
-                .consistent_read(true)
-                .send()
+                .consistent_read(true);
+            let out = retry::send(&self.client, || request.clone().send())
                 .await
-                .map_err(|e| failure("GetItem", &e, None))?;
+                .result
+                .map_err(|e| failure("GetItem", &e, false))?;
             let Some(item) = out.item().filter(|i| !is_tombstone(i)) else {
                 return Err(HandleError::NotFound);
             };
@@ -858,7 +686,6 @@ impl HandleStore for DynamoDbHandleStore {
             let now = now_ms();
             let expires_at_ms = expiry_ms(now, ttl);
             let (pk, pk_value) = Self::key(id);
-            let attempts = Attempts::default();
             let request = self
                 .client
                 .update_item()
@@ -886,14 +713,9 @@ impl HandleStore for DynamoDbHandleStore {
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
                 );
-            let result = settle(&attempts, self.settle_budget(), || {
-                request
-                    .clone()
-                    .customize()
-                    .interceptor(attempts.clone())
-                    .send()
-            })
-            .await;
+            let sent = retry::send(&self.client, || request.clone().send()).await;
+            let maybe_applied = sent.maybe_applied;
+            let result = sent.result;
             let e = match result {
                 Ok(out) => {
                     let item = out
@@ -906,7 +728,7 @@ impl HandleStore for DynamoDbHandleStore {
             use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
             let Some(UpdateItemError::ConditionalCheckFailedException(c)) = e.as_service_error()
             else {
-                return Err(failure("UpdateItem", &e, Some(&attempts)));
+                return Err(failure("UpdateItem", &e, maybe_applied));
             };
             let history = c.item().map(write_history).unwrap_or_default();
             match live_old(c.item(), owner, now)? {
@@ -916,8 +738,7 @@ impl HandleStore for DynamoDbHandleStore {
                 // The version this write would have made is another write's: none of its
                 // attempts landed, and none can any more. A true conflict.
                 Some((handle, _))
-                    if !attempts.maybe_applied()
-                        || history.iter().any(|w| version_of(w) == Some(made)) =>
+                    if !maybe_applied || history.iter().any(|w| version_of(w) == Some(made)) =>
                 {
                     Err(HandleError::Conflict {
                         current_version: handle.version,
@@ -926,7 +747,7 @@ impl HandleStore for DynamoDbHandleStore {
                 // An earlier attempt may have landed and been changed or deleted since, further
                 // back than the history reaches: the item cannot tell, and a "conflict" would
                 // invite the caller to apply it again.
-                _ if attempts.maybe_applied() => Err(indeterminate("UpdateItem", &e)),
+                _ if maybe_applied => Err(indeterminate("UpdateItem", &e)),
                 None => Err(HandleError::NotFound),
                 Some((handle, _)) => Err(HandleError::Conflict {
                     current_version: handle.version,
@@ -947,8 +768,7 @@ impl HandleStore for DynamoDbHandleStore {
             let now = now_ms();
             let expires_at_ms = expiry_ms(now, ttl);
             let (pk, pk_value) = Self::key(id);
-            let attempts = Attempts::default();
-            let result = self
+            let request = self
                 .client
                 .update_item()
                 .table_name(self.table.as_ref())
@@ -969,12 +789,10 @@ impl HandleStore for DynamoDbHandleStore {
                 .expression_attribute_values(":one", n(1))
                 .expression_attribute_values(":owner", s(owner))
                 .expression_attribute_values(":now", n(now))
-                .return_values(ReturnValue::AllNew)
-                .customize()
-                .interceptor(attempts.clone())
-                .send()
-                .await;
-            match result {
+                .return_values(ReturnValue::AllNew);
+            let sent = retry::send(&self.client, || request.clone().send()).await;
+            let maybe_applied = sent.maybe_applied;
+            match sent.result {
                 Ok(out) => {
                     let item = out
                         .attributes()
@@ -987,7 +805,7 @@ impl HandleStore for DynamoDbHandleStore {
                     Some(err) if err.is_conditional_check_failed_exception() => {
                         Err(HandleError::NotFound)
                     }
-                    _ => Err(failure("UpdateItem", &e, Some(&attempts))),
+                    _ => Err(failure("UpdateItem", &e, maybe_applied)),
                 },
             }
         }
@@ -1008,7 +826,6 @@ impl HandleStore for DynamoDbHandleStore {
             let now = now_ms();
             let tombstone_expires_ms = expiry_ms(now, TOMBSTONE_TTL);
             let (pk, pk_value) = Self::key(id);
-            let attempts = Attempts::default();
             // A tombstone rather than DeleteItem: a retried attempt finds its own write_id.
             let mut request = self
                 .client
@@ -1040,28 +857,23 @@ impl HandleStore for DynamoDbHandleStore {
                     .expression_attribute_values(":expected", n(version)),
                 None => request.condition_expression(LIVE),
             };
-            let result = settle(&attempts, self.settle_budget(), || {
-                request
-                    .clone()
-                    .customize()
-                    .interceptor(attempts.clone())
-                    .send()
-            })
-            .await;
+            let sent = retry::send(&self.client, || request.clone().send()).await;
+            let maybe_applied = sent.maybe_applied;
+            let result = sent.result;
             let Err(e) = result else {
                 return Ok(());
             };
             use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
             let Some(UpdateItemError::ConditionalCheckFailedException(c)) = e.as_service_error()
             else {
-                return Err(failure("UpdateItem (delete)", &e, Some(&attempts)));
+                return Err(failure("UpdateItem (delete)", &e, maybe_applied));
             };
             let old = c.item();
             if let Some(item) = old.filter(|i| is_tombstone(i)) {
                 return if item::text(item, "owner") == Some(owner)
                     && item::text(item, "write_id") == Some(write_id.as_str())
                 {
-                    // The SDK retried a delete whose first attempt had already landed.
+                    // A repeat of a delete whose first attempt had already landed.
                     Ok(())
                 } else {
                     Err(HandleError::NotFound)

@@ -81,9 +81,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use futures::future::BoxFuture;
 
 #[cfg(feature = "dynamodb")]
-pub(crate) use dynamodb::partition_key;
+pub(crate) use dynamodb::CountedCancel;
 #[cfg(feature = "dynamodb")]
-pub(crate) use dynamodb::{CONFLICT_ATTEMPTS, CountedCancel, conflict_pause};
+pub(crate) use dynamodb::partition_key;
 #[cfg(feature = "dynamodb")]
 pub use dynamodb::{DynamoDbHandleStore, TABLE_DEFINITION, TOMBSTONE_TTL};
 pub use id::{HandleId, ParseHandleIdError};

@@ -470,14 +470,8 @@ fn encode<T: Serialize>(
 /// Waits before retry `attempt` (0-based): full jitter over an exponential window, 2 ms
 /// doubling up to 256 ms, so concurrent writers spread out instead of colliding again.
 async fn backoff(attempt: u32) {
-    use ring::rand::{SecureRandom, SystemRandom};
-    let window_ms = 2u64 << attempt.min(7);
-    let mut random = [0u8; 2];
-    let jitter = match SystemRandom::new().fill(&mut random) {
-        Ok(()) => u64::from(u16::from_le_bytes(random)) % window_ms,
-        Err(_) => window_ms / 2,
-    };
-    tokio::time::sleep(Duration::from_millis(jitter + 1)).await;
+    let window = Duration::from_millis(2u64 << attempt.min(7));
+    tokio::time::sleep(crate::aws::pause::up_to(window) + Duration::from_millis(1)).await;
 }
 
 #[cfg(test)]

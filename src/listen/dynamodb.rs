@@ -25,14 +25,14 @@ use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use futures::future::{BoxFuture, FutureExt};
 
 use super::{Change, ChangeFeed, Changes, FeedError, ListKind, Mark, Observed, STORE, Watch};
 use crate::aws::AwsTimeouts;
 use crate::aws::TableError;
-use crate::aws::item::{Item, n, number, text};
+use crate::aws::item::{self, Item, n, number, text};
+use crate::aws::retry;
 
 /// How long a resource's feed item outlives its last publish (the table's TTL sweeps it).
 pub const RESOURCE_ITEM_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -182,7 +182,10 @@ impl DynamoDbFeed {
                 request =
                     request.transact_items(TransactWriteItem::builder().update(update).build());
             }
-            let Err(error) = request.send().await else {
+            let Err(error) = retry::send(&self.client, || request.clone().send())
+                .await
+                .result
+            else {
                 return Ok(());
             };
             let conflict = matches!(
@@ -190,26 +193,27 @@ impl DynamoDbFeed {
                 Some(TransactWriteItemsError::TransactionCanceledException(cancelled))
                     if crate::handles::CountedCancel::of(cancelled).conflict
             );
-            if !conflict || attempt == crate::handles::CONFLICT_ATTEMPTS {
-                return Err(unavailable(&DisplayErrorContext(error)));
+            if !conflict || attempt == retry::CONFLICT_ATTEMPTS {
+                return Err(unavailable(&item::brief(&error)));
             }
-            crate::handles::conflict_pause(attempt).await;
+            retry::conflict_pause(attempt).await;
             attempt += 1;
         }
     }
 
     /// The fingerprint of `list` this process's copy holds.
     async fn stored_fingerprint(&self, list: ListKind) -> Result<Option<String>, FeedError> {
-        let output = self
+        let request = self
             .client
             .get_item()
             .table_name(&self.table)
             .key("pk", AttributeValue::S(list_key(list, self.copy)))
             .projection_expression("fp")
-            .consistent_read(true)
-            .send()
+            .consistent_read(true);
+        let output = retry::send(&self.client, || request.clone().send())
             .await
-            .map_err(|error| FeedError::Unavailable(DisplayErrorContext(error).to_string()))?;
+            .result
+            .map_err(|error| FeedError::Unavailable(item::brief(&error)))?;
         Ok(output
             .item()
             .and_then(|item| text(item, "fp"))
@@ -217,16 +221,18 @@ impl DynamoDbFeed {
     }
 
     async fn update(&self, pk: String, expression: &str, values: Item) -> Result<(), FeedError> {
-        self.client
+        let request = self
+            .client
             .update_item()
             .table_name(&self.table)
             .key("pk", AttributeValue::S(pk))
             .update_expression(expression)
-            .set_expression_attribute_values(Some(values))
-            .send()
+            .set_expression_attribute_values(Some(values));
+        retry::send(&self.client, || request.clone().send())
             .await
+            .result
             .map(|_| ())
-            .map_err(|error| FeedError::Unavailable(DisplayErrorContext(error).to_string()))
+            .map_err(|error| FeedError::Unavailable(item::brief(&error)))
     }
 }
 
@@ -317,13 +323,14 @@ impl ChangeFeed for DynamoDbFeed {
                 .consistent_read(true)
                 .build()
                 .map_err(|error| FeedError::Invalid(error.to_string()))?;
-            let output = self
+            let request = self
                 .client
                 .batch_get_item()
-                .request_items(&self.table, request)
-                .send()
+                .request_items(&self.table, request);
+            let output = retry::send(&self.client, || request.clone().send())
                 .await
-                .map_err(|error| FeedError::Unavailable(DisplayErrorContext(error).to_string()))?;
+                .result
+                .map_err(|error| FeedError::Unavailable(item::brief(&error)))?;
             let mut items: HashMap<String, Item> = HashMap::new();
             for item in output
                 .responses()

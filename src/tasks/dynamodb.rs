@@ -48,14 +48,16 @@
 //!
 //! # Retries and lost answers
 //!
-//! The SDK retries throttling and transient errors, timeouts included, within
-//! [`AwsTimeouts`](crate::aws::AwsTimeouts). Each write is one conditional request: it lands
-//! whole or not at all. When an attempt lands and its answer is lost, the retry meets its own
+//! Each request is tried again by the crate's one retry policy (`aws/retry.rs`: throttling,
+//! 5xx and lost connections, within the operation timeout of
+//! [`AwsTimeouts`](crate::aws::AwsTimeouts)). Each write is one conditional request: it lands
+//! whole or not at all. When an attempt lands and its answer is lost, the repeat meets its own
 //! result: answer and cancel are idempotent (their condition still holds and `if_not_exists`
 //! keeps the value), and create, claim and finish recognise their own `write_id` in the old
-//! item. A call whose every attempt failed is [`TaskError::Unavailable`]; for a write this
-//! store does not tell "nothing changed" from "the outcome is unknown" (the handle store's
-//! per-attempt interceptor does). A worker's claim and finish are retried by the engine while
+//! item. A call whose every attempt failed is [`TaskError::Unavailable`]. For a create that is
+//! the truth about the work whatever the item holds: a task is handed to a worker only after
+//! its create is confirmed, so an unconfirmed one never runs (its record, if it landed, is
+//! never dispatched and nobody has its id). A worker's claim and finish are retried by the engine while
 //! this store answers `Unavailable`, until the round's own deadline (`tasks/retry.rs`): a
 //! round whose end cannot be recorded before its claim runs out is the only one that reads
 //! `failed` ("the worker's claim ran out"), and a client retries an answer or a cancel, both
@@ -74,7 +76,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::{UpdateItemError, UpdateItemOutput};
@@ -87,6 +89,7 @@ use serde_json::Value;
 
 use super::{CallerQuota, RoundEnd, TaskError, TaskRecord, TaskState, TaskStore, now_ms};
 use crate::aws::item::{self, Failure, Item, n, s, text};
+use crate::aws::retry;
 use crate::handles::HandleId;
 
 /// The largest task (its record as JSON) or answer this store writes, in bytes: DynamoDB's
@@ -381,7 +384,7 @@ where
         ),
         Failure::Unreachable | Failure::Other => tracing::warn!(
             operation,
-            error = %DisplayErrorContext(error),
+            error = %item::brief(error),
             "a task store request to DynamoDB failed"
         ),
     }
@@ -458,14 +461,15 @@ impl DynamoDbTaskStore {
                 .expression_attribute_values(":max", n(quota.max))
                 .build()
                 .map_err(|e| TaskError::Invalid(e.to_string()))?;
-            let result = self
+            let request = self
                 .client
                 .transact_write_items()
                 .transact_items(TransactWriteItem::builder().put(put).build())
                 .transact_items(TransactWriteItem::builder().update(count).build())
-                .client_request_token(write_id.clone())
-                .send()
-                .await;
+                .client_request_token(write_id.clone());
+            let result = retry::send(&self.client, || request.clone().send())
+                .await
+                .result;
             let Err(e) = result else {
                 return Ok(());
             };
@@ -479,10 +483,10 @@ impl DynamoDbTaskStore {
                 return Err(super::store::over_quota(&quota, now));
             } else if why.item_exists {
                 return Err(TaskError::Invalid("task id already in use".into()));
-            } else if !why.conflict || attempt == crate::handles::CONFLICT_ATTEMPTS {
+            } else if !why.conflict || attempt == retry::CONFLICT_ATTEMPTS {
                 return Err(failure("TransactWriteItems", &e));
             }
-            crate::handles::conflict_pause(attempt).await;
+            retry::conflict_pause(attempt).await;
             write_id = token()?;
         }
     }
@@ -571,7 +575,7 @@ impl TaskStore for DynamoDbTaskStore {
                     .create_counted(item, &task.owner, quota, write_id)
                     .await;
             }
-            let result = self
+            let request = self
                 .client
                 .put_item()
                 .table_name(self.table.as_ref())
@@ -579,9 +583,10 @@ impl TaskStore for DynamoDbTaskStore {
                 .condition_expression("attribute_not_exists(pk)")
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
-                )
-                .send()
-                .await;
+                );
+            let result = retry::send(&self.client, || request.clone().send())
+                .await
+                .result;
             let Err(e) = result else {
                 return Ok(());
             };
@@ -590,7 +595,7 @@ impl TaskStore for DynamoDbTaskStore {
                 return Err(failure("PutItem", &e));
             };
             if c.item().and_then(|i| text(i, "write_id")) == Some(write_id.as_str()) {
-                // The SDK retried a put whose first attempt had already landed.
+                // A repeat of a put whose first attempt had already landed.
                 Ok(())
             } else {
                 Err(TaskError::Invalid("task id already in use".into()))
@@ -605,14 +610,15 @@ impl TaskStore for DynamoDbTaskStore {
         id: HandleId,
     ) -> BoxFuture<'a, Result<TaskRecord, TaskError>> {
         async move {
-            let out = self
+            let request = self
                 .client
                 .get_item()
                 .table_name(self.table.as_ref())
                 .key(PK, s(partition_key(id)))
-                .consistent_read(true)
-                .send()
+                .consistent_read(true);
+            let out = retry::send(&self.client, || request.clone().send())
                 .await
+                .result
                 .map_err(|e| failure("GetItem", &e))?;
             live(out.item(), Some(owner), now_ms())?.ok_or(TaskError::NotFound)
         }
@@ -672,13 +678,12 @@ impl TaskStore for DynamoDbTaskStore {
                     .expression_attribute_names("#pending", "pending")
                     .expression_attribute_values(":keys", ss(responses.keys().cloned()));
             }
-            let result = request
-                .update_expression(expression)
-                .condition_expression(
-                    "#owner = :owner AND expires_at_ms > :now AND #state = :input_required",
-                )
-                .send()
-                .await;
+            let request = request.update_expression(expression).condition_expression(
+                "#owner = :owner AND expires_at_ms > :now AND #state = :input_required",
+            );
+            let result = retry::send(&self.client, || request.clone().send())
+                .await
+                .result;
             match result {
                 Ok(out) => updated(&out),
                 // Not waiting for input (any more): the task as it is, like the memory store.
@@ -700,7 +705,7 @@ impl TaskStore for DynamoDbTaskStore {
     ) -> BoxFuture<'a, Result<TaskRecord, TaskError>> {
         async move {
             let now = now_ms();
-            let result = self
+            let request = self
                 .update(id)
                 .update_expression("SET #cancel = :true, updated_at_ms = :now")
                 .condition_expression(format!(
@@ -714,9 +719,10 @@ impl TaskStore for DynamoDbTaskStore {
                 .expression_attribute_values(":now", n(now))
                 .expression_attribute_values(":completed", s("completed"))
                 .expression_attribute_values(":failed", s("failed"))
-                .expression_attribute_values(":cancelled", s("cancelled"))
-                .send()
-                .await;
+                .expression_attribute_values(":cancelled", s("cancelled"));
+            let result = retry::send(&self.client, || request.clone().send())
+                .await
+                .result;
             match result {
                 Ok(out) => updated(&out),
                 // Finished already: a no-op, the task as it is.
@@ -740,7 +746,7 @@ impl TaskStore for DynamoDbTaskStore {
         async move {
             let write_id = token()?;
             let now = now_ms();
-            let result = self
+            let request = self
                 .update(id)
                 .update_expression(
                     "SET #state = :working, claimed_round = :r, lease_until_ms = :lease, \
@@ -750,7 +756,8 @@ impl TaskStore for DynamoDbTaskStore {
                     "expires_at_ms > :now AND #round = :r AND #cancel = :false \
                      AND (#state = :working OR (#state = :input_required \
                      AND attribute_not_exists(#pending))) \
-                     AND (attribute_not_exists(claimed_round) OR claimed_round < :r)",
+                     AND (attribute_not_exists(claimed_round) OR claimed_round < :r) \
+                     AND updated_at_ms > :claim_from",
                 )
                 .expression_attribute_names("#state", "state")
                 .expression_attribute_names("#round", "round")
@@ -762,15 +769,20 @@ impl TaskStore for DynamoDbTaskStore {
                 .expression_attribute_values(":r", n(round))
                 .expression_attribute_values(":lease", n(lease_until_ms))
                 .expression_attribute_values(":now", n(now))
-                .expression_attribute_values(":wid", s(write_id.clone()))
-                .send()
-                .await;
+                .expression_attribute_values(
+                    ":claim_from",
+                    n(now.saturating_sub(super::record::CLAIM_WINDOW_MS)),
+                )
+                .expression_attribute_values(":wid", s(write_id.clone()));
+            let result = retry::send(&self.client, || request.clone().send())
+                .await
+                .result;
             match result {
                 Ok(out) => updated(&out).map(Some),
                 Err(e) => {
                     let old = refused("UpdateItem (claim)", e)?;
                     match old {
-                        // The SDK retried a claim whose first attempt had already landed.
+                        // A repeat of a claim whose first attempt had already landed.
                         Some(item) if text(&item, "write_id") == Some(write_id.as_str()) => {
                             parse(&item).map(Some)
                         }
@@ -791,14 +803,15 @@ impl TaskStore for DynamoDbTaskStore {
         async move {
             let now = now_ms();
             let Some(message) = status_message else {
-                let out = self
+                let request = self
                     .client
                     .get_item()
                     .table_name(self.table.as_ref())
                     .key(PK, s(partition_key(id)))
-                    .consistent_read(true)
-                    .send()
+                    .consistent_read(true);
+                let out = retry::send(&self.client, || request.clone().send())
                     .await
+                    .result
                     .map_err(|e| failure("GetItem", &e))?;
                 let task = live(out.item(), None, now)?.ok_or(TaskError::NotFound)?;
                 return Ok(task.cancel_requested);
@@ -806,7 +819,7 @@ impl TaskStore for DynamoDbTaskStore {
             if message.len() > MAX_TASK_BYTES {
                 return Err(too_large("the status message", message.len()));
             }
-            let result = self
+            let request = self
                 .update(id)
                 .update_expression("SET status_message = :m, updated_at_ms = :now")
                 .condition_expression(
@@ -816,9 +829,10 @@ impl TaskStore for DynamoDbTaskStore {
                 .expression_attribute_values(":m", s(message))
                 .expression_attribute_values(":now", n(now))
                 .expression_attribute_values(":r", n(round))
-                .expression_attribute_values(":working", s("working"))
-                .send()
-                .await;
+                .expression_attribute_values(":working", s("working"));
+            let result = retry::send(&self.client, || request.clone().send())
+                .await
+                .result;
             let task = match result {
                 Ok(out) => updated(&out)?,
                 // The claim no longer holds: nothing recorded, the cancel flag as it is.
@@ -917,19 +931,18 @@ impl TaskStore for DynamoDbTaskStore {
             if !remove.is_empty() {
                 expression.push_str(&format!(" REMOVE {}", remove.join(", ")));
             }
-            let result = request
-                .update_expression(expression)
-                .condition_expression(
-                    "expires_at_ms > :now AND claimed_round = :r AND #state = :working \
+            let request = request.update_expression(expression).condition_expression(
+                "expires_at_ms > :now AND claimed_round = :r AND #state = :working \
                      AND lease_until_ms >= :now",
-                )
-                .send()
-                .await;
+            );
+            let result = retry::send(&self.client, || request.clone().send())
+                .await
+                .result;
             match result {
                 Ok(_) => Ok(true),
                 Err(e) => {
                     let old = refused("UpdateItem (finish)", e)?;
-                    // True when the SDK retried a finish whose first attempt had already landed.
+                    // True when a repeat of a finish whose first attempt had already landed.
                     Ok(old.is_some_and(|item| text(&item, "write_id") == Some(write_id.as_str())))
                 }
             }

@@ -321,10 +321,9 @@ impl Tasks {
             tracing::error!("a task round was dispatched before the server was built");
             return false;
         };
-        // A claim that cannot be made within half a minute leaves the round to its token's
-        // expiry (`tasks/get` then reads `failed`): a worker waiting longer is a worker the
-        // client cannot tell from none.
-        let claim_deadline = lease_until_ms.min(now_ms() + CLAIM_PATIENCE.as_millis() as u64);
+        // Past the claim window no claim can land (and `tasks/get` reads the round failed,
+        // nothing ran), so a worker that cannot reach the store stops trying then.
+        let claim_deadline = lease_until_ms.min(now_ms() + super::record::CLAIM_WINDOW_MS);
         let claimed = super::retry::until("claim", claim_deadline, || {
             self.store.claim(id, round, lease_until_ms)
         })
@@ -418,9 +417,6 @@ impl Tasks {
         true
     }
 }
-
-/// How long a worker keeps trying to claim a round while the store is unavailable.
-const CLAIM_PATIENCE: Duration = Duration::from_secs(30);
 
 /// Why the engine stopped a round before it ended.
 #[derive(Debug, Clone, Copy)]

@@ -144,7 +144,8 @@ impl TaskStore for MemoryTaskStore {
                 _ => false,
             };
             let unclaimed = task.claimed.is_none_or(|(r, _)| r < round);
-            if !(ready && unclaimed && task.round == round && !task.cancel_requested) {
+            let in_window = task.updated_at_ms + super::record::CLAIM_WINDOW_MS > now_ms();
+            if !(ready && unclaimed && in_window && task.round == round && !task.cancel_requested) {
                 return Ok(None);
             }
             task.state = TaskState::Working;

@@ -37,7 +37,7 @@ pub(crate) use engine::EXTENSION;
 pub use engine::{RoundOutput, Tasks, ToolRunner};
 pub(crate) use intake::{Intake, RoundInProcess, TaskPolicies};
 pub use memory::{MAX_MEMORY_TASKS, MemoryTaskStore};
-pub use record::{TaskRecord, TaskState};
+pub use record::{CLAIM_WINDOW_MS, TaskRecord, TaskState};
 pub use settings::TaskSettings;
 pub(crate) use stop::until_stopped;
 pub use store::{CallerQuota, RoundEnd, TaskError, TaskStore};

@@ -80,6 +80,13 @@ pub struct TaskRecord {
     pub poll_interval_ms: u64,
 }
 
+/// How long after a round is handed out (its record's `updated_at_ms`: the create, or the
+/// answer that completed its inputs) a worker may still claim it. Past it no claim lands
+/// (both stores' condition) and `tasks/get` reads the round `failed` with "nothing ran", so a
+/// round whose worker never came, or could not reach the store, is not `working` for longer.
+/// A worker keeps trying to claim while the store is unavailable until then.
+pub const CLAIM_WINDOW_MS: u64 = 60_000;
+
 impl TaskRecord {
     /// A task about to run round 0 of `call`.
     pub fn new(

@@ -1,10 +1,10 @@
 //! A task round's store writes retried until the round's own deadline.
 //!
-//! The SDK retries a throttled or failed call a few times within `MCP_AWS_OPERATION_TIMEOUT_MS`
-//! (5 s by default); a throttling burst or an outage longer than that used to leave a round's
+//! Each store call is retried within `MCP_AWS_OPERATION_TIMEOUT_MS` (5 s by default,
+//! `aws/retry.rs`); a throttling burst or an outage longer than that used to leave a round's
 //! end unrecorded, so a task whose work was done read `failed` once its claim ran out. A round
 //! has its own deadline (its claim), so its writes keep trying until then: `Unavailable` (the
-//! store unreachable, throttled or answering 5xx after the SDK's retries) is tried again after
+//! store unreachable, throttled or answering 5xx through a whole call) is tried again after
 //! a pause that doubles from 100 ms to 2 s, with jitter so the workers of one outage do not
 //! come back at once; every other answer, a condition failure read as `Ok(false)`/`Ok(None)`
 //! included, is the answer.
@@ -33,7 +33,7 @@ where
         match write().await {
             Err(TaskError::Unavailable(why)) => {
                 let left = deadline_ms.saturating_sub(super::now_ms());
-                let wait = jittered(pause);
+                let wait = crate::aws::pause::jittered(pause);
                 if u128::from(left) <= wait.as_millis() {
                     tracing::warn!(write = what, attempts = attempt, error = %why, "the task store stayed unavailable until the round's deadline");
                     return Err(TaskError::Unavailable(why));
@@ -48,15 +48,6 @@ where
             answer => return answer,
         }
     }
-}
-
-/// Between half and all of `pause`.
-fn jittered(pause: Duration) -> Duration {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let fraction = 0.5 + f64::from(nanos % 1000) / 2000.0;
-    pause.mul_f64(fraction)
 }
 
 #[cfg(test)]

@@ -7,25 +7,27 @@ use serde_json::{Value, json};
 use super::{TaskRecord, TaskState};
 
 /// The task as a client sees it now: a cancel asked for while it waits for input shows as
-/// `cancelled`; a round whose worker's claim ran out shows as `failed`, and so does a round
-/// handed out that no worker claimed while its round token was good (an asynchronous invocation
-/// the Lambda service dropped): no worker can claim it any more.
+/// `cancelled`, and so does one asked for before any worker claimed the round (none can now);
+/// a round whose worker's claim ran out shows as `failed`, and so does a round handed out that
+/// no worker claimed within [`CLAIM_WINDOW_MS`](super::record::CLAIM_WINDOW_MS) (the
+/// invocation was dropped or delayed, or the store was unavailable): none can claim it now, and
+/// nothing ran.
 fn visible(record: &TaskRecord, now: u64) -> (TaskStatus, Option<Value>) {
     let ready = match record.state {
         TaskState::Working => true,
-        TaskState::InputRequired => record.pending.is_empty() && !record.cancel_requested,
+        TaskState::InputRequired => record.pending.is_empty(),
         _ => false,
     };
     let unclaimed = record.claimed.is_none_or(|(round, _)| round < record.round);
-    if ready
-        && unclaimed
-        && now > record.updated_at_ms + super::round_token::TOKEN_LIFETIME_MS + 60_000
-    {
+    if ready && unclaimed && record.cancel_requested {
+        return (TaskStatus::Cancelled, None);
+    }
+    if ready && unclaimed && now >= record.updated_at_ms + super::record::CLAIM_WINDOW_MS {
         return (
             TaskStatus::Failed,
             Some(json!({
                 "code": -32603,
-                "message": "no worker picked this task up in time",
+                "message": "no worker started this task within 60 s (the task store or the workers were unavailable); nothing ran, so it is safe to try again",
             })),
         );
     }
@@ -133,7 +135,7 @@ mod tests {
     use crate::handles::HandleId;
 
     #[test]
-    fn a_round_no_worker_claimed_before_its_token_expired_reads_failed() {
+    fn a_round_no_worker_claimed_within_the_window_reads_failed_and_a_cancelled_one_cancelled() {
         let record = TaskRecord::new(
             HandleId::random().unwrap(),
             "o",
@@ -142,12 +144,28 @@ mod tests {
             3_600_000,
             1000,
         );
-        let soon = 1000 + super::super::round_token::TOKEN_LIFETIME_MS;
-        assert_eq!(visible(&record, soon).0, TaskStatus::Working);
-        assert_eq!(visible(&record, soon + 60_001).0, TaskStatus::Failed);
+        let window_end = 1000 + super::super::record::CLAIM_WINDOW_MS;
+        assert_eq!(visible(&record, window_end - 1).0, TaskStatus::Working);
+        let (status, error) = visible(&record, window_end);
+        assert_eq!(status, TaskStatus::Failed);
+        assert!(
+            error.unwrap()["message"]
+                .as_str()
+                .unwrap()
+                .contains("nothing ran")
+        );
         let mut claimed = record.clone();
         claimed.claimed = Some((0, u64::MAX));
-        assert_eq!(visible(&claimed, soon + 60_001).0, TaskStatus::Working);
+        assert_eq!(visible(&claimed, window_end).0, TaskStatus::Working);
+        let mut cancelled = record.clone();
+        cancelled.cancel_requested = true;
+        assert_eq!(visible(&cancelled, 1001).0, TaskStatus::Cancelled);
+        claimed.cancel_requested = true;
+        assert_eq!(
+            visible(&claimed, 1001).0,
+            TaskStatus::Working,
+            "a claimed round stops on its own"
+        );
     }
 
     #[test]

@@ -54,7 +54,9 @@ pub fn timeouts() -> AwsTimeouts {
     }
 }
 
-/// A DynamoDB client on `endpoint` with dummy credentials (DynamoDB Local accepts any).
+/// A DynamoDB client on `endpoint` with dummy credentials (DynamoDB Local accepts any), built
+/// as the server builds its own (`mcp_lambda::aws::dynamodb_client`: the stores' retries, not
+/// the SDK's).
 pub async fn client(endpoint: &str, timeouts: &AwsTimeouts) -> aws_sdk_dynamodb::Client {
     let sdk = mcp_lambda::aws::loader(timeouts)
         .endpoint_url(endpoint)
@@ -62,7 +64,7 @@ pub async fn client(endpoint: &str, timeouts: &AwsTimeouts) -> aws_sdk_dynamodb:
         .credentials_provider(Credentials::new("local", "local", None, None, "static"))
         .load()
         .await;
-    aws_sdk_dynamodb::Client::new(&sdk)
+    mcp_lambda::aws::dynamodb_client(&sdk)
 }
 
 /// The shared test table on `endpoint`, created from `infra/handles-table.json` if missing.
