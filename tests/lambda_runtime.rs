@@ -1137,3 +1137,105 @@ async fn a_streamed_prelude_holds_one_line_per_header() {
     );
     function.assert_no_errors();
 }
+
+/// Issue 29 on the Lambda runtime path: `place_order` as a task with its handles and tasks in
+/// DynamoDB Local behind a fault proxy. The task's `PutItem` lands but its answer is lost; the
+/// worker's claim is throttled for 3 s; the round's end meets throttling for up to 4 s more.
+/// The order is placed once, and the task reads `completed` with the checked-out basket —
+/// never `failed` for an order that went through, never `working` with no worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_lambda_a_placed_order_reads_completed_through_the_stores_bad_day() {
+    use support::fault_proxy::{Fault, FaultProxy, Rule};
+    let Some(endpoint) = support::dynamodb::endpoint("the Lambda bad-day task test") else {
+        return;
+    };
+    support::dynamodb::store(&endpoint).await;
+    let proxy = FaultProxy::start(&endpoint).await;
+    let lambda = TaskLambda::start(&proxy.url, Duration::from_secs(60), &[]).await;
+    let api = &lambda.api;
+    let case = "bad day";
+    let json_of = |invocation: Invocation| ok_json(&invocation, case);
+    let created = json_of(api.invoke(&tool_call(1, "create_basket", json!({}))).await);
+    let basket_id = created["result"]["structuredContent"]["basket_id"].clone();
+    let added = json!({"basket_id": basket_id, "sku": "TEA", "quantity": 3});
+    json_of(api.invoke(&tool_call(2, "add_item", added)).await);
+
+    proxy.rule(Rule::op("PutItem").next(1).act(Fault::LoseAnswer));
+    proxy.rule(
+        Rule::op("UpdateItem")
+            .body_contains("SET #state = :working, claimed_round")
+            .for_duration(Duration::from_secs(3))
+            .act(Fault::Throttle),
+    );
+    proxy.rule(
+        Rule::op("UpdateItem")
+            .body_contains("SET #state = :state")
+            .for_duration(Duration::from_secs(10))
+            .act(Fault::Throttle),
+    );
+    let started = Instant::now();
+    let accepted = json_of(
+        api.invoke(&task_client_event(
+            3,
+            "tools/call",
+            json!({"name": "place_order", "arguments": {"basket_id": basket_id}}),
+        ))
+        .await,
+    );
+    assert_eq!(accepted["result"]["resultType"], "task", "{accepted}");
+    let task_id = accepted["result"]["taskId"].as_str().unwrap().to_owned();
+    let done = lambda
+        .finished(
+            &task_id,
+            4,
+            |e| e,
+            started,
+            Duration::from_millis(200),
+            case,
+        )
+        .await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"]["status"], "checked_out",
+        "{done}"
+    );
+    let log = proxy.log();
+    let acted = |op: &str, text: &str| -> Vec<String> {
+        log.iter()
+            .filter(|e| e.op == op && e.body.contains(text))
+            .map(|e| format!("{:?}", e.action))
+            .collect()
+    };
+    let puts = acted("PutItem", "");
+    assert!(
+        puts.ends_with(&["LoseAnswer".to_owned(), "Forward".to_owned()]),
+        "the basket's put, then the task's, lost and repeated: {puts:?}"
+    );
+    let claims = acted("UpdateItem", "SET #state = :working, claimed_round");
+    assert!(
+        claims.len() > 3 && claims.last().is_some_and(|a| a == "Forward"),
+        "claim throttled, then written: {claims:?}"
+    );
+    let finishes = acted("UpdateItem", "SET #state = :state");
+    assert!(
+        finishes.len() > 1 && finishes.last().is_some_and(|a| a == "Forward"),
+        "end throttled, then written: {finishes:?}"
+    );
+    // Ran once: one worker invocation, and the basket is gone (checked out) exactly once.
+    let (accepted, refused) = lambda.invoked();
+    assert_eq!(accepted.len(), 1, "{refused:?}");
+    proxy.clear();
+    let view = api
+        .invoke(&tool_call(
+            5,
+            "view_basket",
+            json!({"basket_id": basket_id}),
+        ))
+        .await;
+    let (_, body) = answer_of(&view);
+    assert!(
+        body.contains("isError"),
+        "the basket was checked out: {body}"
+    );
+    lambda.assert_no_errors();
+}

@@ -19,7 +19,14 @@
 //!   counted from the first attempt; an attempt that would outlast it is cut at its end.
 //! - **Pauses:** 25 ms before the second attempt, doubling to at most 1 s, each between half
 //!   and all of that (jitter, so the callers of one burst do not come back together); at most
-//!   [`ATTEMPTS`] attempts. The 25 ms base is what AWS's SDKs have long used for DynamoDB.
+//!   [`ATTEMPTS`] attempts. The 25 ms base and the ten retries are the AWS SDK for Java v1's
+//!   DynamoDB defaults (`PredefinedBackoffStrategies.DYNAMODB_DEFAULT_BASE_DELAY`,
+//!   `PredefinedRetryPolicies.DYNAMODB_DEFAULT_MAX_ERROR_RETRY`); the DynamoDB Developer Guide
+//!   ("Error retries and exponential backoff") describes the same shape, "up to 50 milliseconds
+//!   before the first retry, up to 100 milliseconds before the second". That SDK waited from
+//!   500 ms after throttling; here throttling waits as any other failure, because the attempts
+//!   are few and bounded by the budget, and on an on-demand table throttling is mostly a
+//!   partition's burst that passes in milliseconds.
 //! - **Soon, on purpose:** a repeat of a write whose answer was lost must meet the item before
 //!   many other writes have moved it on, or the item's write history (handles) no longer
 //!   reaches back to tell whether it landed.
