@@ -1239,3 +1239,101 @@ async fn on_lambda_a_placed_order_reads_completed_through_the_stores_bad_day() {
     );
     lambda.assert_no_errors();
 }
+
+/// Issue 29 on the Lambda runtime path, the other two faults: DynamoDB down for 3 s while a
+/// round runs (the order still completes, once), and a `tasks/cancel` whose write is throttled
+/// for 2 s (the cancel waits, is written, and the round stops before checking the basket out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_lambda_a_round_outlives_the_store_going_down_and_a_throttled_cancel_still_stops() {
+    use support::fault_proxy::{Fault, FaultProxy, Rule};
+    let Some(endpoint) = support::dynamodb::endpoint("the Lambda store-down task test") else {
+        return;
+    };
+    support::dynamodb::store(&endpoint).await;
+    let proxy = FaultProxy::start(&endpoint).await;
+    let lambda = TaskLambda::start(&proxy.url, Duration::from_secs(60), &[]).await;
+    let api = &lambda.api;
+    for case in ["store down", "cancel throttled"] {
+        let json_of = |invocation: Invocation| ok_json(&invocation, case);
+        let created = json_of(api.invoke(&tool_call(1, "create_basket", json!({}))).await);
+        let basket_id = created["result"]["structuredContent"]["basket_id"].clone();
+        let added = json!({"basket_id": basket_id, "sku": "TEA", "quantity": 3});
+        json_of(api.invoke(&tool_call(2, "add_item", added)).await);
+        let started = Instant::now();
+        let accepted = json_of(
+            api.invoke(&task_client_event(
+                3,
+                "tools/call",
+                json!({"name": "place_order", "arguments": {"basket_id": basket_id}}),
+            ))
+            .await,
+        );
+        let task_id = accepted["result"]["taskId"].as_str().unwrap().to_owned();
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        if case == "store down" {
+            proxy.down();
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            proxy.up();
+        } else {
+            proxy.rule(
+                Rule::op("UpdateItem")
+                    .body_contains("SET #cancel = :true")
+                    .for_duration(Duration::from_secs(2))
+                    .act(Fault::Throttle),
+            );
+            let cancel = task_client_event(4, "tasks/cancel", json!({"taskId": task_id}));
+            json_of(api.invoke(&cancel).await);
+        }
+        let done = lambda
+            .finished(
+                &task_id,
+                5,
+                |e| e,
+                started,
+                Duration::from_millis(200),
+                case,
+            )
+            .await;
+        let view = api
+            .invoke(&tool_call(
+                6,
+                "view_basket",
+                json!({"basket_id": basket_id}),
+            ))
+            .await;
+        let (_, view) = answer_of(&view);
+        if case == "store down" {
+            assert_eq!(done["status"], "completed", "{case}: {done}");
+            assert!(view.contains("isError"), "{case}: checked out: {view}");
+        } else {
+            assert_eq!(done["status"], "cancelled", "{case}: {done}");
+            let cancels: Vec<String> = proxy
+                .log()
+                .iter()
+                .filter(|e| e.op == "UpdateItem" && e.body.contains("SET #cancel = :true"))
+                .map(|e| format!("{:?}", e.action))
+                .collect();
+            assert!(
+                cancels.len() > 1 && cancels.last().is_some_and(|a| a == "Forward"),
+                "throttled, then written: {cancels:?}"
+            );
+            // Past the ~3 s the order takes: the basket was never checked out.
+            tokio::time::sleep(Duration::from_millis(4500).saturating_sub(started.elapsed())).await;
+            let view = json_of(
+                api.invoke(&tool_call(
+                    7,
+                    "view_basket",
+                    json!({"basket_id": basket_id}),
+                ))
+                .await,
+            );
+            assert_eq!(
+                view["result"]["structuredContent"]["items"][0]["quantity"], 3,
+                "{case}: the basket is untouched: {view}"
+            );
+        }
+        let (accepted, _) = lambda.invoked();
+        assert_eq!(accepted.len(), 1, "{case}: one worker invocation");
+    }
+    lambda.assert_no_errors();
+}
