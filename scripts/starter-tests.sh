@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# starter/, as a user takes it: copied to a temporary folder outside the repository (mcp-lambda
-# by path instead of from the registry), its template checked (the same as template.yaml but for
-# the binary's name, both lints), its test run, the server run and called by a real client
-# (Python mcp 2.3.0), and built with cargo-lambda as scripts/lambda-tests.sh builds the basket.
+# starter/, as a user takes it: rendered by `cargo lambda new todo-server --template starter`
+# (the folder, and a zip of it) into a temporary folder outside the repository, every file
+# checked to arrive and be named for the crate; its templates checked (the same as
+# template.yaml but for the binary's name, both lints); mcp-lambda pointed at this checkout (by
+# path, and as the git dependency the starter writes, resolved offline); its test run, the
+# server run and called by a real client (Python mcp 2.3.0), and built with cargo-lambda as
+# scripts/lambda-tests.sh builds the basket.
 # Ends with "starter: N passed, M failed". Caches: CARGO_TARGET_DIR, MCP_WORK (the tools' venvs).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -12,11 +15,13 @@ export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
 export AWS_REGION=us-east-1 SAM_CLI_TELEMETRY=0
 LOGS="$MCP_WORK/logs/starter"
 rm -rf "$LOGS" && mkdir -p "$LOGS"
-CRATE=$(mktemp -d /tmp/mcp-starter.XXXXXX)/my-mcp-server
+NAME=todo-server
+WORK=$(mktemp -d /tmp/mcp-starter.XXXXXX)
+CRATE=$WORK/$NAME
 SERVER_PID=
 cleanup() {
   [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
-  rm -rf "$(dirname "$CRATE")"
+  rm -rf "$WORK"
 }
 trap cleanup EXIT
 
@@ -46,7 +51,25 @@ assert config["deploy"]["parameters"]["capabilities"].split() == ["CAPABILITY_IA
 PY
 
 # The copy, its registry requirement pointed at this checkout.
-cp -r starter "$CRATE"
+# Rendered as a user renders it: every file of starter/ but the template's own configuration
+# arrives, named for the crate, with nothing left unrendered.
+rendered_like_starter() { # rendered_like_starter DIR
+  diff <(cd starter && find . -type f ! -name CargoLambda.toml | sort) <(cd "$1" && find . -type f | sort) \
+    && grep -qx "name = \"$NAME\"" "$1/Cargo.toml" \
+    && grep -qx "stack_name = \"$NAME\"" "$1/samconfig.toml" \
+    && grep -qx "# $NAME" "$1/README.md" \
+    && ! grep -rlF -e '{{' -e '{%' "$1"
+}
+check render-from-the-folder bash -c "cd '$WORK' && cargo lambda new '$NAME' --template '$REPO/starter' 2>&1 </dev/null"
+check rendered-from-the-folder-whole rendered_like_starter "$CRATE"
+(cd starter && python3 -m zipfile -c "$WORK/starter.zip" $(ls -A))
+check render-from-a-zip bash -c "mkdir -p '$WORK/zipped' && cd '$WORK/zipped' && cargo lambda new '$NAME' --template '$WORK/starter.zip' 2>&1 </dev/null"
+check rendered-from-a-zip-whole rendered_like_starter "$WORK/zipped/$NAME"
+
+# The dependency line as the starter writes it (a git dependency on the repository) builds:
+# resolved offline against this checkout's repository (its committed HEAD).
+point_at_checkout "$WORK/zipped/$NAME" git
+check git-dependency-builds bash -c "cd '$WORK/zipped/$NAME' && grep -q 'git = \"file://$REPO\"' Cargo.toml && cargo check --bins 2>&1"
 point_at_checkout "$CRATE"
 check copy-depends-on-this-checkout grep -q "path = \"$REPO\"" "$CRATE/Cargo.toml"
 
@@ -54,12 +77,12 @@ check cargo-test bash -c "cd '$CRATE' && cargo test 2>&1"
 if grep -E '^warning' "$LOGS/cargo-test.log"; then echo "  FAIL builds-without-warnings"; failed=$((failed + 1)); else echo "  ok   builds-without-warnings"; passed=$((passed + 1)); fi
 check cargo-build bash -c "cd '$CRATE' && cargo build 2>&1"
 
-serve_on_free_port "$CARGO_TARGET_DIR/debug/my-mcp-server" "$LOGS/server.log"
+serve_on_free_port "$CARGO_TARGET_DIR/debug/$NAME" "$LOGS/server.log"
 check real-client "$MCP_PYTHON" scripts/starter_client.py "http://127.0.0.1:$PORT/mcp"
 kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; SERVER_PID=
 
 check cargo-lambda-build bash -c "cd '$CRATE' && cargo lambda build --compiler cargo --x86-64 2>&1"
-bootstrap="$CARGO_TARGET_DIR/lambda/my-mcp-server/bootstrap"
+bootstrap="$CARGO_TARGET_DIR/lambda/$NAME/bootstrap"
 check bootstrap-is-an-x86_64-elf python3 -c 'import sys; h = open(sys.argv[1], "rb").read(20); sys.exit(not (h[:5] == b"\x7fELF\x02" and h[18] == 62))' "$bootstrap"
 
 echo "starter: $passed passed, $failed failed"

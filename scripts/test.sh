@@ -54,6 +54,9 @@ check no-default-features bash -c 'cargo build --locked --no-default-features --
 # Each AWS feature alone builds and its doc tests compile.
 check feature-dynamodb cargo test --locked --no-default-features --features dynamodb --doc
 check feature-aws-secrets cargo test --locked --no-default-features --features aws-secrets --doc
+# The crate as crates.io would take it: packaged (the `include` list), then built from the
+# package alone (no workspace, no dev-dependencies). Not uploaded.
+check publish-dry-run cargo publish --dry-run --allow-dirty --locked -p mcp-lambda
 echo "==> cargo test (with DynamoDB Local on loopback for the DynamoDB tests)"
 scripts/dynamodb-tests.sh --locked --workspace --all-targets 2>&1 | tee "$LOGS/cargo-test.log" | grep -E '^test result|FAILED|panicked' || true
 cargo test --locked --workspace --doc 2>&1 | tee "$LOGS/cargo-doctest.log" | grep -E '^test result|FAILED' || true

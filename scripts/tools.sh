@@ -37,12 +37,17 @@ install_mcp_client() {
 
 # --- A user's crate outside the repository (scripts/quickstart-tests.sh, starter-tests.sh) ----
 
-# point_at_checkout CRATE: its `mcp-lambda = "0.1"` requirements (dependency and dev-dependency)
-# pointed at this checkout, the crate made a workspace of its own, and the repository's lock
-# copied in (the same dependency versions, so the shared target directory is reused).
+# point_at_checkout CRATE [git]: its mcp-lambda requirements (dependency and dev-dependency:
+# `git = "https://github.com/mcp-lambda/mcp-lambda"`, as README.md and starter/ write them) pointed at this
+# checkout, by path, or with `git` at this checkout's repository as a git dependency (its
+# committed HEAD: the line a user writes, resolved offline); the crate made a workspace of its
+# own, and the repository's lock copied in (the same dependency versions, so the shared target
+# directory is reused).
 point_at_checkout() {
   local repo; repo=$(pwd)
-  sed -i "s|^mcp-lambda = \"0.1\"|mcp-lambda = { path = \"$repo\" }|; s|^mcp-lambda = { version = \"0.1\", |mcp-lambda = { path = \"$repo\", |" "$1/Cargo.toml"
+  local target="path = \"$repo\""
+  [ "${2:-}" = git ] && target="git = \"file://$repo\""
+  sed -i "s|^mcp-lambda = { git = \"https://github.com/mcp-lambda/mcp-lambda\"|mcp-lambda = { $target|" "$1/Cargo.toml"
   printf '\n[workspace]\n' >>"$1/Cargo.toml"
   cp Cargo.lock "$1/Cargo.lock"
 }
