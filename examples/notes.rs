@@ -40,7 +40,7 @@ impl Notes {
     }
 }
 
-#[tool_handler(router = self.tool_router)]
+#[tool_handler(router = self.tool_router, name = "notes")]
 impl ServerHandler for Notes {}
 
 async fn server(config: Config) -> Result<Server<Notes>, Error> {

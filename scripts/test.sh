@@ -87,6 +87,8 @@ count python-client "${p:-0}" "$f"
 # --- The README's quick start as a user builds it: a new crate outside the repository, called
 #     by the Python client
 suite quickstart scripts/quickstart-tests.sh
+# docs/handles.md's AWS CLI commands for the table, run against DynamoDB Local.
+suite table-command scripts/table-command-tests.sh
 
 # --- The Node clients: TS SDK v2 client 2.4.0 and inspector 2.12.0 --cli, 0 warnings each
 suite node-clients scripts/node-clients.sh

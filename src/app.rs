@@ -270,6 +270,7 @@ impl App {
         let shutdown = Shutdown::new();
         let probe = factory();
         let mut info = probe.get_info();
+        warn_if_unnamed(&info.server_info);
         let handle_resources = self.handle_resources;
         let announce = Announce {
             tasks: self.tasks.is_some(),
@@ -512,4 +513,38 @@ impl<H: ServerHandler> Server<H> {
 /// is kept.
 pub fn init_tracing(config: &Config) {
     config.log.init();
+}
+
+/// Whether `info` is rmcp's default `serverInfo`: rmcp's own name and version.
+fn names_rmcp(info: &rmcp::model::Implementation) -> bool {
+    let rmcp = rmcp::model::Implementation::from_build_env();
+    info.name == rmcp.name && info.version == rmcp.version
+}
+
+/// rmcp names a handler that names nothing after rmcp itself (`Implementation::from_build_env`
+/// expands in rmcp's crate), so its `serverInfo` would say `rmcp 3.11.0` to every client: say
+/// how to name it, once, at start-up.
+fn warn_if_unnamed(info: &rmcp::model::Implementation) {
+    if names_rmcp(info) {
+        tracing::warn!(
+            server_info = %format_args!("{} {}", info.name, info.version),
+            "this server names itself after rmcp: name it in its handler, \
+             #[tool_handler(router = self.tool_router, name = \"my-server\")] (the version \
+             is your crate's), or in get_info (docs/your-server.md)"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rmcp_s_default_server_info_is_told_from_a_named_one() {
+        assert!(names_rmcp(&rmcp::model::Implementation::from_build_env()));
+        assert!(!names_rmcp(&rmcp::model::Implementation::new(
+            "notes",
+            env!("CARGO_PKG_VERSION")
+        )));
+    }
 }

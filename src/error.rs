@@ -1,11 +1,28 @@
 //! The crate's error type.
 
+use std::fmt;
 use std::net::SocketAddr;
 
 use thiserror::Error;
 
 /// What can stop the server from starting or running.
-#[derive(Debug, Error)]
+///
+/// Its `Debug` is its message, so a `main` that returns `Result<(), Error>` prints what to do,
+/// not the variant's fields:
+///
+/// ```
+/// let error = mcp_lambda::Error::from(mcp_lambda::aws::TableError::new(
+///     "handle store",
+///     "mcp-handles",
+///     "not found: create it from infra/handles-table.json",
+/// ));
+/// assert_eq!(
+///     format!("{error:?}"),
+///     "cannot use DynamoDB table mcp-handles for the handle store: not found: create it from \
+///      infra/handles-table.json"
+/// );
+/// ```
+#[derive(Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A configuration value is unusable.
@@ -33,4 +50,10 @@ pub enum Error {
     /// Durable tasks were configured to run where they cannot (see the message).
     #[error("durable tasks: {0}")]
     Tasks(&'static str),
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
 }

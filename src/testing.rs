@@ -27,17 +27,27 @@ const DEFAULT_HOST: &str = "127.0.0.1:3000";
 
 /// A well-formed 2026-07-28 MCP request, as a client sends it: `POST /mcp` to
 /// `127.0.0.1:3000` (the local defaults) with `Content-Type`, `Accept`, `MCP-Protocol-Version`,
-/// `Mcp-Method`, `Mcp-Name` (from the params' `name` or `uri`) and, unless `params` carry their
-/// own, a `_meta` declaring no client capabilities. For tests that change part of it before
-/// sending it ([`TestClient::send`]) or send it over a socket.
+/// `Mcp-Method`, `Mcp-Name` (from the params' `name` or `uri`) and a `_meta` with the protocol
+/// fields (`protocolVersion`, `clientCapabilities` declaring none): a `_meta` of
+/// the params' own (a `progressToken`, say) keeps what it names and gains the fields it lacks.
+/// For tests that change part of it before sending it ([`TestClient::send`]) or send it over a
+/// socket.
 ///
 /// ```
+/// # use http_body_util::BodyExt as _;
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let request = mcp_lambda::testing::request(
 ///     serde_json::json!(7),
 ///     "tools/call",
-///     serde_json::json!({"name": "hello", "arguments": {}}),
+///     serde_json::json!({"name": "hello", "arguments": {}, "_meta": {"progressToken": 1}}),
 /// );
 /// assert_eq!(request.headers()["mcp-name"], "hello");
+/// let body = request.into_body().collect().await.unwrap().to_bytes();
+/// let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+/// let meta = &body["params"]["_meta"];
+/// assert_eq!(meta["progressToken"], 1);
+/// assert!(meta["io.modelcontextprotocol/protocolVersion"].is_string(), "{meta}");
+/// # });
 /// ```
 pub fn request(id: Value, method: &str, params: Value) -> http::Request<Full<Bytes>> {
     build(DEFAULT_PATH, DEFAULT_HOST, id, method, params, json!({}))
@@ -54,8 +64,16 @@ fn build(
     if !params.is_object() {
         params = json!({});
     }
-    if params.get("_meta").is_none() {
-        params["_meta"] = in_process::meta(capabilities);
+    let protocol = in_process::meta(capabilities);
+    match (params.get_mut("_meta"), protocol) {
+        (Some(Value::Object(given)), Value::Object(protocol)) => {
+            for (field, value) in protocol {
+                given.entry(field).or_insert(value);
+            }
+        }
+        // Not an object: a test of a malformed `_meta`, sent as it is.
+        (Some(_), _) => {}
+        (None, protocol) => params["_meta"] = protocol,
     }
     in_process::request(path, host, id, method, params).expect("a well-formed request")
 }
@@ -131,7 +149,8 @@ impl<H: ServerHandler> TestClient<H> {
         self
     }
 
-    /// Sends `method` with `params` (an object; its `_meta` is filled in) and reads the whole
+    /// Sends `method` with `params` (an object; its `_meta` gains the protocol fields it lacks, see
+    /// [`request`]) and reads the whole
     /// answer. A listen stream is read until it ends: use [`listen`](Self::listen) to read one
     /// message by message.
     pub async fn request(&self, method: &str, params: Value) -> TestResponse {

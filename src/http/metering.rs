@@ -81,6 +81,7 @@ pub(super) fn finish(
         started.record.name = name;
     }
     started.record.status = response.status().as_u16();
+    started.record.auth_challenged = response.headers().contains_key(header::WWW_AUTHENTICATE);
     let event_stream = response
         .headers()
         .get(header::CONTENT_TYPE)

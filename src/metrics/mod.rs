@@ -15,7 +15,7 @@
 //! | `Duration` | Milliseconds | until the answer's last byte (not for `subscriptions/listen`, a stream) |
 //! | `Errors` | Count | 1 for an HTTP 5xx or a JSON-RPC error of the server's own (-32603, -32000…-32099) |
 //! | `ClientErrors` | Count | 1 for an HTTP 4xx or a JSON-RPC error that is the client's (-32700, -32600…-32602, -32020…-32022, …) |
-//! | `AuthRefusals` | Count | 1 for a 401 or 403 |
+//! | `AuthRefusals` | Count | 1 for a 401, or a 403 with a bearer challenge (a scope the token lacks; not the front's 403s) |
 //! | `ColdStart` | Count | 1 on an instance's first request |
 //! | `DynamoDbRequests` | Count | DynamoDB requests sent while the request ran ([`DynamoDbUsage`](crate::aws::DynamoDbUsage)) |
 //! | `DynamoDbLatency` | Milliseconds | their summed latency |

@@ -36,6 +36,10 @@ pub struct RequestRecord {
     pub name: Option<String>,
     /// The HTTP status.
     pub status: u16,
+    /// The answer carried a `WWW-Authenticate` challenge: a 403 with one is the bearer token's
+    /// (a scope it lacks), one without is the front's (a host not allowed, no CDN secret), which
+    /// `AuthRefusals` does not count.
+    pub auth_challenged: bool,
     /// The JSON-RPC error code of the answer, if it is an error.
     pub json_rpc_code: Option<i64>,
     /// Until the answer's last byte; `None` for a stream (`subscriptions/listen`).
@@ -102,7 +106,7 @@ impl RequestRecord {
         let errors = self.status >= 500 || code.is_some_and(server_error);
         let client_errors = !errors
             && ((400..500).contains(&self.status) || code.is_some_and(|c| !server_error(c)));
-        let auth = matches!(self.status, 401 | 403);
+        let auth = self.status == 401 || (self.status == 403 && self.auth_challenged);
         let timestamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
@@ -249,6 +253,18 @@ mod tests {
         assert_eq!(
             (e["ClientErrors"].clone(), e["AuthRefusals"].clone()),
             (json!(1), json!(1))
+        );
+        record.status = 403;
+        assert_eq!(
+            emf(&record)["AuthRefusals"],
+            0,
+            "the front's 403: a host not allowed"
+        );
+        record.auth_challenged = true;
+        assert_eq!(
+            emf(&record)["AuthRefusals"],
+            1,
+            "the token's 403: a scope it lacks"
         );
         record.status = 503;
         assert_eq!(emf(&record)["Errors"], 1);

@@ -30,7 +30,8 @@ impl MyServer {
     }
 }
 
-#[tool_handler(router = self.tool_router)]
+// `serverInfo`: this crate's name (written by `cargo lambda new`) and version.
+#[tool_handler(router = self.tool_router, name = "{{ project_name }}")]
 impl ServerHandler for MyServer {}
 
 async fn server(config: Config) -> Result<Server<MyServer>, Error> {
