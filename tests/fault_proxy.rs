@@ -54,6 +54,18 @@ fn key() -> String {
     format!("fault-proxy#{}", HandleId::random().unwrap())
 }
 
+/// A client on `endpoint` with the SDK's standard retries ([`MAX_ATTEMPTS`] attempts), as a
+/// user's own client has them: what the proxy's faults are shown against. (The crate's own
+/// client, `support::dynamodb::client`, has them off: the stores retry by their own policy.)
+async fn sdk_client(endpoint: &str, timeouts: &AwsTimeouts) -> Client {
+    let config = client(endpoint, timeouts).await.config().to_builder();
+    Client::from_conf(
+        config
+            .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
+            .build(),
+    )
+}
+
 /// The same client as `through`, without the SDK's retries: one request per call.
 fn single_attempt(through: &Client) -> Client {
     let config = through.config().to_builder();
@@ -109,7 +121,7 @@ async fn forwards_sized_and_chunked_bodies_on_one_kept_alive_connection() {
     let Some((proxy, _)) = setup("the fault proxy's forwarding test").await else {
         return;
     };
-    let through = client(&proxy.url, &timeouts()).await;
+    let through = sdk_client(&proxy.url, &timeouts()).await;
     let pk = key();
     // Back to back, a request can race its connection's return to the SDK's pool.
     let pause = || tokio::time::sleep(Duration::from_millis(100));
@@ -179,7 +191,7 @@ async fn a_throttled_write_is_not_applied_and_the_sdk_reports_throttling_after_i
         return;
     };
     // The server's default timeouts (MCP_AWS_*: 1 s connect, 2 s read, 5 s per call).
-    let through = client(&proxy.url, &AwsTimeouts::default()).await;
+    let through = sdk_client(&proxy.url, &AwsTimeouts::default()).await;
     proxy.rule(Rule::op("PutItem").act(Fault::Throttle));
     let pk = key();
     let started = Instant::now();
@@ -254,7 +266,7 @@ async fn a_reset_applies_nothing_and_drops_the_sdks_connection() {
     let Some((proxy, direct)) = setup("the fault proxy's reset test").await else {
         return;
     };
-    let through = client(&proxy.url, &AwsTimeouts::default()).await;
+    let through = sdk_client(&proxy.url, &AwsTimeouts::default()).await;
     proxy.rule(Rule::op("PutItem").act(Fault::Reset));
     let pk = key();
     let started = Instant::now();
@@ -303,7 +315,7 @@ async fn a_lost_answer_is_applied_while_the_caller_sees_an_error() {
     let Some((proxy, direct)) = setup("the fault proxy's lost-answer test").await else {
         return;
     };
-    let through = client(&proxy.url, &timeouts()).await;
+    let through = sdk_client(&proxy.url, &timeouts()).await;
     proxy.rule(Rule::op("PutItem").act(Fault::LoseAnswer));
     let pk = key();
     let err = put(&through, &pk).await.unwrap_err();
@@ -361,7 +373,7 @@ async fn a_delay_delays_and_past_the_read_timeout_the_sdk_tries_again() {
     let Some((proxy, _)) = setup("the fault proxy's delay test").await else {
         return;
     };
-    let through = client(&proxy.url, &timeouts()).await;
+    let through = sdk_client(&proxy.url, &timeouts()).await;
     let pk = key();
     assert!(!get(&through, &pk).await.unwrap());
     proxy.rule(
@@ -382,7 +394,7 @@ async fn a_delay_delays_and_past_the_read_timeout_the_sdk_tries_again() {
 
     // Past the server's default read timeout (2 s): the SDK gives up on the attempt and tries
     // again, while the delayed one still reaches DynamoDB.
-    let defaults = client(&proxy.url, &AwsTimeouts::default()).await;
+    let defaults = sdk_client(&proxy.url, &AwsTimeouts::default()).await;
     proxy.rule(
         Rule::op("GetItem")
             .next(1)
@@ -415,7 +427,7 @@ async fn down_refuses_until_up() {
     let Some((proxy, direct)) = setup("the fault proxy's down test").await else {
         return;
     };
-    let through = client(&proxy.url, &AwsTimeouts::default()).await;
+    let through = sdk_client(&proxy.url, &AwsTimeouts::default()).await;
     let pk = key();
     assert!(!get(&through, &pk).await.unwrap()); // a kept-alive connection
     proxy.down();
@@ -463,7 +475,7 @@ async fn rules_match_by_body_and_end_with_their_window() {
     let Some((proxy, _)) = setup("the fault proxy's rule test").await else {
         return;
     };
-    let through = single_attempt(&client(&proxy.url, &timeouts()).await);
+    let through = single_attempt(&sdk_client(&proxy.url, &timeouts()).await);
     let pk = key();
     let update = |expression: &'static str, name: &'static str, value: AttributeValue| {
         let request = through
@@ -514,7 +526,7 @@ async fn rules_match_by_body_and_end_with_their_window() {
 /// checked against what the caller saw.
 async fn throttled_by(endpoint: &str, seed: u64) -> Vec<bool> {
     let proxy = FaultProxy::start(endpoint).await;
-    let through = single_attempt(&client(&proxy.url, &timeouts()).await);
+    let through = single_attempt(&sdk_client(&proxy.url, &timeouts()).await);
     proxy.rule(Rule::any().probability(0.3, seed).act(Fault::Throttle));
     let mut seen = Vec::new();
     for _ in 0..40 {
