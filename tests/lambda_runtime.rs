@@ -1202,13 +1202,7 @@ async fn on_lambda_a_placed_order_reads_completed_through_the_stores_bad_day() {
         done["result"]["structuredContent"]["status"], "checked_out",
         "{done}"
     );
-    let log = proxy.log();
-    let acted = |op: &str, text: &str| -> Vec<String> {
-        log.iter()
-            .filter(|e| e.op == op && e.body.contains(text))
-            .map(|e| format!("{:?}", e.action))
-            .collect()
-    };
+    let acted = |op: &str, text: &str| proxy.actions(op, text);
     let puts = acted("PutItem", "");
     assert!(
         puts.ends_with(&["LoseAnswer".to_owned(), "Forward".to_owned()]),
@@ -1313,12 +1307,7 @@ async fn on_lambda_a_round_outlives_the_store_going_down_and_a_throttled_cancel_
             assert!(view.contains("isError"), "{case}: checked out: {view}");
         } else {
             assert_eq!(done["status"], "cancelled", "{case}: {done}");
-            let cancels: Vec<String> = proxy
-                .log()
-                .iter()
-                .filter(|e| e.op == "UpdateItem" && e.body.contains("SET #cancel = :true"))
-                .map(|e| format!("{:?}", e.action))
-                .collect();
+            let cancels = proxy.actions("UpdateItem", "SET #cancel = :true");
             assert!(
                 cancels.len() > 4 && cancels.last().is_some_and(|a| a == "Forward"),
                 "throttled, then written: {cancels:?}"

@@ -998,16 +998,6 @@ async fn terminal_within(service: &McpService<Worker>, id: &str, limit: Duration
     }
 }
 
-/// What the proxy did to the task writes whose `UpdateExpression` starts with `expression`.
-fn actions(proxy: &support::fault_proxy::FaultProxy, expression: &str) -> Vec<String> {
-    proxy
-        .log()
-        .iter()
-        .filter(|e| e.op == "UpdateItem" && e.body.contains(expression))
-        .map(|e| format!("{:?}", e.action))
-        .collect()
-}
-
 /// A round finishes while DynamoDB throttles its end for 7 s (longer than the SDK's own three
 /// attempts): the end is written again until it lands, and the task reads what its work did,
 /// not `failed` once the claim runs out.
@@ -1027,7 +1017,7 @@ async fn a_round_whose_end_meets_a_throttling_burst_still_reads_completed() {
     let done = terminal_within(&s.service, &id, Duration::from_secs(15)).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["result"]["content"][0]["text"], "worked 100 ms");
-    let finishes = actions(&proxy, "SET #state = :state");
+    let finishes = proxy.actions("UpdateItem", "SET #state = :state");
     assert!(
         finishes.len() > 3 && finishes.last().is_some_and(|a| a == "Forward"),
         "throttled, then written: {finishes:?}"
@@ -1052,7 +1042,7 @@ async fn a_round_whose_claim_is_throttled_is_claimed_once_the_store_answers() {
     let id = create(&s.service, 100).await;
     let done = terminal_within(&s.service, &id, Duration::from_secs(12)).await;
     assert_eq!(done["status"], "completed", "{done}");
-    let claims = actions(&proxy, "SET #state = :working, claimed_round");
+    let claims = proxy.actions("UpdateItem", "SET #state = :working, claimed_round");
     assert!(
         claims.len() > 3 && claims.last().is_some_and(|a| a == "Forward"),
         "throttled, then claimed: {claims:?}"
@@ -1085,7 +1075,7 @@ async fn a_cancel_met_by_throttling_is_written_once_the_store_answers_and_stops_
     );
     let done = terminal_within(&s.service, &id, Duration::from_secs(5)).await;
     assert_eq!(done["status"], "cancelled", "{done}");
-    let cancels = actions(&proxy, "SET #cancel = :true");
+    let cancels = proxy.actions("UpdateItem", "SET #cancel = :true");
     assert!(
         cancels.len() > 1 && cancels.last().is_some_and(|a| a == "Forward"),
         "throttled, then written: {cancels:?}"
@@ -1108,13 +1098,11 @@ async fn a_create_whose_answer_is_lost_still_starts_the_task_once() {
     let id = create(&s.service, 100).await;
     let done = terminal_within(&s.service, &id, Duration::from_secs(10)).await;
     assert_eq!(done["status"], "completed", "{done}");
-    let puts: Vec<String> = proxy
-        .log()
-        .iter()
-        .filter(|e| e.op == "PutItem")
-        .map(|e| format!("{:?}", e.action))
-        .collect();
-    assert_eq!(puts, ["LoseAnswer", "Forward"], "lost, then repeated");
+    assert_eq!(
+        proxy.actions("PutItem", ""),
+        ["LoseAnswer", "Forward"],
+        "lost, then repeated"
+    );
     assert_eq!(s.runs.load(Ordering::SeqCst), 1, "run once");
 }
 

@@ -253,6 +253,16 @@ impl FaultProxy {
         self.shared.log.lock().unwrap().clone()
     }
 
+    /// What it did, in arrival order, to the `op` requests whose body contains `text` (`""`:
+    /// all of them): `"Forward"`, `"Throttle"`, `"LoseAnswer"`, ….
+    pub fn actions(&self, op: &str, text: &str) -> Vec<String> {
+        self.log()
+            .iter()
+            .filter(|e| e.op == op && e.body.contains(text))
+            .map(|e| format!("{:?}", e.action))
+            .collect()
+    }
+
     /// How many connections it has accepted.
     pub fn connections(&self) -> usize {
         self.shared.connections.load(Ordering::SeqCst)
