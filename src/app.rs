@@ -146,7 +146,8 @@ impl App {
         let store = self.handles.clone().expect(
             "App::handles needs the handle store: build the app with App::open(config).await?",
         );
-        let mut handles = Handles::new(store, kind, self.config.handles.ttl);
+        let mut handles = Handles::new(store, kind, self.config.handles.ttl)
+            .signing_cursors_with(&self.config.request_state_keys);
         if let Some(changes) = &self.changes {
             handles = handles.publishing_to(Arc::new(changes.clone()));
         }

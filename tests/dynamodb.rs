@@ -30,7 +30,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_lambda::handles::{DynamoDbHandleStore, HandleError, HandleId, HandleStore};
+use mcp_lambda::Caller;
+use mcp_lambda::handles::{DynamoDbHandleStore, HandleError, HandleId, HandleStore, Handles};
 use serde_json::{Value, json};
 use support::basket::{self, Server, free_port, items};
 use support::counting_proxy::CountingProxy;
@@ -153,6 +154,96 @@ async fn each_handle_operation_is_one_dynamodb_request_on_the_warm_connection() 
     for (label, elapsed, connections) in timings {
         eprintln!("{label:>22}: 1 request, {elapsed:?} (connections so far: {connections})");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_page_of_a_callers_handles_is_one_query_on_the_owner_index() {
+    let Some(endpoint) = endpoint("the list request-count test") else {
+        return;
+    };
+    support::dynamodb::store(&endpoint).await;
+    let proxy = CountingProxy::start(&endpoint).await;
+    let store: Arc<dyn HandleStore> = Arc::new(DynamoDbHandleStore::new(
+        client(&proxy.url, &timeouts()).await,
+        TABLE,
+    ));
+    let notes: Handles<u32> = Handles::new(store, "note", HOUR).with_page_size(2);
+    let alice = Caller::from(mcp_lambda::Principal {
+        issuer: "https://issuer.test".into(),
+        subject: owner("alice"),
+        scopes: vec![],
+        client_id: None,
+    });
+    for n in 0..5 {
+        notes.create(&alice, n).await.unwrap();
+    }
+    proxy.take();
+    let (mut cursor, mut listed, mut pages) = (None::<String>, Vec::new(), 0);
+    loop {
+        let page = notes.list(&alice, cursor.as_deref()).await.unwrap();
+        pages += 1;
+        assert_eq!(proxy.take(), ["Query"], "page {pages}: one request");
+        listed.extend(page.items.iter().map(|n| n.value));
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!(listed, [4, 3, 2, 1, 0], "newest first");
+    // Three full pages: DynamoDB tells the end only on the page after the last full one.
+    assert!((3..=4).contains(&pages), "{pages} pages");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_made_before_the_owner_index_gains_it_and_says_so_until_then() {
+    let Some(endpoint) = endpoint("the owner-index upgrade test") else {
+        return;
+    };
+    let setup = client(&endpoint, &timeouts()).await;
+    let table = format!("mcp-handles-before-index-{}", HandleId::random().unwrap());
+    // The table as infra/handles-table.json defined it before handles could be listed.
+    setup
+        .create_table()
+        .table_name(&table)
+        .billing_mode(aws_sdk_dynamodb::types::BillingMode::PayPerRequest)
+        .attribute_definitions(
+            aws_sdk_dynamodb::types::AttributeDefinition::builder()
+                .attribute_name("pk")
+                .attribute_type(aws_sdk_dynamodb::types::ScalarAttributeType::S)
+                .build()
+                .unwrap(),
+        )
+        .key_schema(
+            aws_sdk_dynamodb::types::KeySchemaElement::builder()
+                .attribute_name("pk")
+                .key_type(aws_sdk_dynamodb::types::KeyType::Hash)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let store = DynamoDbHandleStore::new(setup.clone(), &table);
+    let alice = owner("alice");
+    let before = store.create(&alice, "note", json!(1), HOUR).await.unwrap();
+    match store.list(&alice, "note", None, 10).await {
+        Err(HandleError::Unavailable(message)) => assert!(
+            message.contains("by-owner") && message.contains("infra/handles-table.json"),
+            "{message}"
+        ),
+        other => panic!("a table without the index: {other:?}"),
+    }
+    DynamoDbHandleStore::create_table(&setup, &table)
+        .await
+        .unwrap();
+    let after = store.create(&alice, "note", json!(2), HOUR).await.unwrap();
+    let page = store.list(&alice, "note", None, 10).await.unwrap();
+    let ids: Vec<HandleId> = page.handles.iter().map(|h| h.id).collect();
+    assert!(ids.contains(&after.id), "{ids:?}");
+    // A handle written before the index is indexed by DynamoDB's backfill: its item has the
+    // index's keys, written since the definition gained them.
+    assert!(ids.contains(&before.id), "{ids:?}");
+    assert_eq!(store.get(&alice, before.id).await.unwrap().data, json!(1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,7 +21,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_lambda::handles::{
-    self, HandleError, HandleId, HandleStore, Handles, MAX_DATA_BYTES, MAX_REQUEST_KEYS, RequestKey,
+    self, HandleError, HandleId, HandleStore, Handles, ListPosition, MAX_DATA_BYTES, MAX_LIST_PAGE,
+    MAX_REQUEST_KEYS, RequestKey,
 };
 use mcp_lambda::{Caller, Principal};
 use serde_json::json;
@@ -57,6 +58,10 @@ macro_rules! contract_tests {
                 typed_request_key_applies_once_and_refuses_reuse,
                 typed_take_removes_exactly_what_it_read_and_checks_first,
                 typed_handles_are_bound_to_the_caller_and_their_kind,
+                list_pages_through_every_live_handle_newest_first_once,
+                list_never_shows_expired_handles,
+                list_refuses_an_empty_owner_and_a_page_size_out_of_bounds,
+                typed_list_cursors_continue_only_their_own_list,
             );
         }
     };
@@ -680,6 +685,190 @@ async fn typed_handles_are_bound_to_the_caller_and_their_kind(store: Arc<dyn Han
     );
     tallies.delete(&alice, t.id).await.unwrap();
     assert_eq!(tallies.read(&alice, t.id).await, Err(HandleError::NotFound));
+}
+
+/// Every page of `owner`'s `kind`, `limit` at a time, in order: (ids, pages read).
+async fn list_all(
+    store: &dyn HandleStore,
+    owner: &str,
+    kind: &str,
+    limit: usize,
+) -> (Vec<handles::Handle>, usize) {
+    let (mut listed, mut pages, mut after) = (Vec::new(), 0, None);
+    loop {
+        let page = store.list(owner, kind, after, limit).await.unwrap();
+        pages += 1;
+        assert!(
+            page.handles.len() <= limit,
+            "a page holds at most the limit"
+        );
+        listed.extend(page.handles);
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+        assert!(pages <= 100, "the listing never ends");
+    }
+    (listed, pages)
+}
+
+async fn list_pages_through_every_live_handle_newest_first_once(store: Arc<dyn HandleStore>) {
+    let (alice, bob) = (owner("alice"), owner("bob"));
+    let mut made = Vec::new();
+    for i in 0..7 {
+        made.push(
+            store
+                .create(&alice, "note", json!({ "i": i }), HOUR)
+                .await
+                .unwrap(),
+        );
+        if i % 3 == 0 {
+            // Some apart in time, some within one millisecond of each other.
+            tokio::time::sleep(Duration::from_millis(3)).await;
+        }
+    }
+    store
+        .create(&alice, "memo", json!("another kind"), HOUR)
+        .await
+        .unwrap();
+    store
+        .create(&bob, "note", json!("another owner"), HOUR)
+        .await
+        .unwrap();
+    store.delete(&alice, made[2].id, None).await.unwrap();
+    let updated = store
+        .update(&alice, made[4].id, 1, json!("changed"), HOUR)
+        .await
+        .unwrap();
+
+    let (listed, pages) = list_all(store.as_ref(), &alice, "note", 3).await;
+    let ids: Vec<HandleId> = listed.iter().map(|h| h.id).collect();
+    let mut expected: Vec<HandleId> = made
+        .iter()
+        .map(|h| h.id)
+        .filter(|id| *id != made[2].id)
+        .collect();
+    let mut sorted_ids = ids.clone();
+    sorted_ids.sort();
+    expected.sort();
+    assert_eq!(
+        sorted_ids, expected,
+        "every live note of alice's, once; not the deleted one, not the memo, not bob's"
+    );
+    assert!(
+        listed
+            .windows(2)
+            .all(|w| w[0].created_at_ms >= w[1].created_at_ms),
+        "newest first: {:?}",
+        listed.iter().map(|h| h.created_at_ms).collect::<Vec<_>>()
+    );
+    assert!(
+        (2..=4).contains(&pages),
+        "6 handles, 3 a page: {pages} pages"
+    );
+    let shown = listed.iter().find(|h| h.id == updated.id).unwrap();
+    assert_eq!(
+        (shown.version, &shown.data),
+        (2, &json!("changed")),
+        "a listed handle is as stored"
+    );
+    assert!(listed.iter().all(|h| h.owner == alice && h.kind == "note"));
+
+    // One page of everything, and a position past the oldest: nothing more.
+    let (all, pages) = list_all(store.as_ref(), &alice, "note", MAX_LIST_PAGE).await;
+    assert_eq!(all.len(), 6);
+    assert!(pages <= 2, "{pages}");
+    let past_oldest = ListPosition::after(all.last().unwrap());
+    let tail = store
+        .list(&alice, "note", Some(past_oldest), 10)
+        .await
+        .unwrap();
+    assert!(tail.handles.is_empty() && tail.next.is_none(), "{tail:?}");
+    // Somebody with no handles gets an empty, complete page.
+    let none = store
+        .list(&owner("nobody"), "note", None, 10)
+        .await
+        .unwrap();
+    assert!(none.handles.is_empty() && none.next.is_none(), "{none:?}");
+}
+
+async fn list_never_shows_expired_handles(store: Arc<dyn HandleStore>) {
+    let alice = owner("alice");
+    let kept = store.create(&alice, "note", json!(1), HOUR).await.unwrap();
+    store
+        .create(&alice, "note", json!(2), Duration::from_secs(1))
+        .await
+        .unwrap();
+    assert_eq!(
+        list_all(store.as_ref(), &alice, "note", 10).await.0.len(),
+        2
+    );
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    let (listed, _) = list_all(store.as_ref(), &alice, "note", 10).await;
+    assert_eq!(listed.iter().map(|h| h.id).collect::<Vec<_>>(), [kept.id]);
+}
+
+async fn list_refuses_an_empty_owner_and_a_page_size_out_of_bounds(store: Arc<dyn HandleStore>) {
+    for (who, limit) in [("", 10), ("alice", 0), ("alice", MAX_LIST_PAGE + 1)] {
+        assert!(
+            matches!(
+                store.list(who, "note", None, limit).await,
+                Err(HandleError::Invalid(_))
+            ),
+            "owner {who:?}, limit {limit}"
+        );
+    }
+}
+
+async fn typed_list_cursors_continue_only_their_own_list(store: Arc<dyn HandleStore>) {
+    let tallies = tallies(store.clone()).with_page_size(2);
+    let (alice, bob) = (caller("alice"), caller("bob"));
+    for n in 0..5 {
+        tallies
+            .create(&alice, Tally { n, log: vec![] })
+            .await
+            .unwrap();
+    }
+    tallies
+        .create(&bob, Tally { n: 99, log: vec![] })
+        .await
+        .unwrap();
+    let first = tallies.list(&alice, None).await.unwrap();
+    let cursor = first.next_cursor.clone().expect("five tallies, two a page");
+    let mut seen: Vec<u64> = first.items.iter().map(|t| t.value.n).collect();
+    let mut next = Some(cursor.clone());
+    while let Some(cursor) = next {
+        let page = tallies.list(&alice, Some(&cursor)).await.unwrap();
+        seen.extend(page.items.iter().map(|t| t.value.n));
+        next = page.next_cursor;
+    }
+    seen.sort();
+    assert_eq!(seen, [0, 1, 2, 3, 4]);
+
+    let refused = |result: Result<handles::Page<Tally>, HandleError>| match result {
+        Err(HandleError::Invalid(message)) => assert!(message.contains("cursor"), "{message}"),
+        other => panic!("expected a refused cursor, got {other:?}"),
+    };
+    // Bob with Alice's cursor, another kind with it, a tampered one, garbage.
+    refused(tallies.list(&bob, Some(&cursor)).await);
+    let others: Handles<Tally> = Handles::new(store, "other-kind", HOUR);
+    refused(others.list(&alice, Some(&cursor)).await);
+    let mut tampered = cursor.clone().into_bytes();
+    let last = tampered.len() - 5;
+    tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+    refused(
+        tallies
+            .list(&alice, Some(std::str::from_utf8(&tampered).unwrap()))
+            .await,
+    );
+    refused(tallies.list(&alice, Some("not-a-cursor")).await);
+    refused(tallies.list(&alice, Some(&"A".repeat(10_000))).await);
+    // Bob's own list is his alone.
+    let bobs = tallies.list(&bob, None).await.unwrap();
+    assert_eq!(
+        bobs.items.iter().map(|t| t.value.n).collect::<Vec<_>>(),
+        [99]
+    );
 }
 
 /// One caller's share (`CallerQuota`, `MCP_HANDLES_MAX_PER_CALLER`): past it `create` answers

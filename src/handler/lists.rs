@@ -16,7 +16,8 @@ use rmcp::{
     service::RequestContext,
 };
 
-use super::{HostedSettings, cursor::ListKind, record};
+use super::{HostedSettings, record};
+use crate::request_state::cursor::ListKind;
 use crate::{
     auth::Principal,
     cache::CacheSlot,

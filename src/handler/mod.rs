@@ -24,7 +24,6 @@
 // Delegating the deprecated 2025-era methods keeps legacy clients working.
 #![allow(deprecated)]
 
-mod cursor;
 mod handle_resource;
 mod lists;
 mod portable_schema;

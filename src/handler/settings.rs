@@ -10,9 +10,9 @@ use rmcp::model::{
 };
 use serde_json::Value;
 
-use super::cursor::CursorSigner;
 use super::lists::ListSettings;
 use super::{HandleResource, portable_schema};
+use crate::request_state::cursor::CursorSigner;
 use crate::tasks::TaskPolicies;
 use crate::{
     auth::{AuthSettings, Principal},

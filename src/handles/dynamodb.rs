@@ -10,7 +10,8 @@
 //! | `kind` | S | the tool's label (`basket`) |
 //! | `data` | S | the tool's state, compact JSON (≤ [`MAX_DATA_BYTES`](super::MAX_DATA_BYTES)) |
 //! | `version` | N | 1 at creation, +1 per update and per touch |
-//! | `created_at` | N | epoch milliseconds |
+//! | `created_at` | N | epoch milliseconds; the owner index's sort key |
+//! | `owner_kind` | S | `<kind's length>:<kind>:<owner>`: the owner index's partition key (index `by-owner`, newest first by `created_at`), removed from a tombstone so a deleted handle leaves the index |
 //! | `expires_at` | N | epoch **seconds**, rounded up: the table's TTL attribute, for the sweeper |
 //! | `expires_at_ms` | N | epoch milliseconds: the expiry every operation checks |
 //! | `write_id` | S | a random token per create/update/delete, so a retried write that already landed is recognised instead of reported as a conflict or as missing; an update's is `<the version it makes>:<uuid>` |
@@ -26,6 +27,7 @@
 //! | update | `UpdateItem`, `ReturnValues=ALL_NEW` | owner, `expires_at_ms > now`, not deleted, `version = expected` |
 //! | touch | `UpdateItem`, `ReturnValues=ALL_NEW` | owner, `expires_at_ms > now`, not deleted |
 //! | delete | `UpdateItem` to a tombstone | owner, `expires_at_ms > now`, not deleted (and `version = expected` if given) |
+//! | list (a page) | `Query` on the index `by-owner`, newest first, `Limit` = the page size | `expires_at_ms > now`, not deleted (a filter: a page may come back short) |
 //!
 //! Conditional writes ask for the old item on failure
 //! (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), so telling "gone" from "changed
@@ -65,13 +67,16 @@ use std::time::{Duration, SystemTime};
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ReturnValue,
-    ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
+    AttributeDefinition, AttributeValue, BillingMode, CreateGlobalSecondaryIndexAction,
+    GlobalSecondaryIndex, GlobalSecondaryIndexUpdate, IndexStatus, KeySchemaElement, KeyType,
+    Projection, ProjectionType, ReturnValue, ReturnValuesOnConditionCheckFailure,
+    ScalarAttributeType, TableStatus, TimeToLiveSpecification,
 };
 use futures::future::{BoxFuture, FutureExt};
 
 use super::{
-    CallerQuota, Handle, HandleError, HandleId, HandleStore, STORE, epoch_ms, expiry_ms, validate,
+    CallerQuota, Handle, HandleError, HandleId, HandlePage, HandleStore, ListPosition, STORE,
+    epoch_ms, expiry_ms, validate, validate_list,
 };
 use crate::aws::AwsTimeouts;
 use crate::aws::TableError;
@@ -85,6 +90,12 @@ pub const TABLE_DEFINITION: &str = include_str!("../../infra/handles-table.json"
 
 /// The partition key attribute.
 const PK: &str = "pk";
+
+/// The owner index's partition key attribute: the owner and the kind.
+const OWNER_KIND: &str = "owner_kind";
+
+/// The owner index (`infra/handles-table.json`): one owner's handles of one kind, newest first.
+pub const OWNER_INDEX: &str = "by-owner";
 
 /// The tombstone marker attribute.
 const DELETED: &str = "deleted";
@@ -257,52 +268,98 @@ impl DynamoDbHandleStore {
             .create_table()
             .table_name(table)
             .billing_mode(BillingMode::from(text(&definition, "BillingMode").as_str()));
-        for a in definition["AttributeDefinitions"]
+        let attributes = definition["AttributeDefinitions"]
             .as_array()
             .into_iter()
             .flatten()
-        {
-            request = request.attribute_definitions(
+            .map(|a| {
                 AttributeDefinition::builder()
                     .attribute_name(text(a, "AttributeName"))
                     .attribute_type(ScalarAttributeType::from(text(a, "AttributeType").as_str()))
                     .build()
-                    .map_err(|e| HandleError::Invalid(e.to_string()))?,
-            );
+                    .map_err(|e| HandleError::Invalid(e.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        request = request.set_attribute_definitions(Some(attributes.clone()));
+        let key_schema = |keys: &serde_json::Value| -> Result<Vec<KeySchemaElement>, HandleError> {
+            keys.as_array()
+                .into_iter()
+                .flatten()
+                .map(|k| {
+                    KeySchemaElement::builder()
+                        .attribute_name(text(k, "AttributeName"))
+                        .key_type(KeyType::from(text(k, "KeyType").as_str()))
+                        .build()
+                        .map_err(|e| HandleError::Invalid(e.to_string()))
+                })
+                .collect()
+        };
+        request = request.set_key_schema(Some(key_schema(&definition["KeySchema"])?));
+        let mut indexes = Vec::new();
+        for index in definition["GlobalSecondaryIndexes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let projection = Projection::builder()
+                .projection_type(ProjectionType::from(
+                    text(&index["Projection"], "ProjectionType").as_str(),
+                ))
+                .build();
+            indexes.push((
+                text(index, "IndexName"),
+                key_schema(&index["KeySchema"])?,
+                projection,
+            ));
         }
-        for k in definition["KeySchema"].as_array().into_iter().flatten() {
-            request = request.key_schema(
-                KeySchemaElement::builder()
-                    .attribute_name(text(k, "AttributeName"))
-                    .key_type(KeyType::from(text(k, "KeyType").as_str()))
+        for (name, keys, projection) in &indexes {
+            request = request.global_secondary_indexes(
+                GlobalSecondaryIndex::builder()
+                    .index_name(name)
+                    .set_key_schema(Some(keys.clone()))
+                    .projection(projection.clone())
                     .build()
                     .map_err(|e| HandleError::Invalid(e.to_string()))?,
             );
         }
-        match request.send().await {
-            Ok(_) => {}
+        let existed = match request.send().await {
+            Ok(_) => false,
             Err(e)
                 if e.as_service_error().and_then(|s| s.code())
-                    == Some("ResourceInUseException") => {}
+                    == Some("ResourceInUseException") =>
+            {
+                true
+            }
             Err(e) => return Err(unavailable("CreateTable", &e)),
-        }
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let out = client
-                .describe_table()
+        };
+        let made = wait_until_active(client, table).await?;
+        // A table made before an index existed in the definition gains it, as a deployed
+        // stack's does on its next update.
+        let missing = indexes.iter().filter(|(name, ..)| {
+            existed
+                && !made
+                    .global_secondary_indexes()
+                    .iter()
+                    .any(|i| i.index_name() == Some(name.as_str()))
+        });
+        for (name, keys, projection) in missing {
+            let action = CreateGlobalSecondaryIndexAction::builder()
+                .index_name(name)
+                .set_key_schema(Some(keys.clone()))
+                .projection(projection.clone())
+                .build()
+                .map_err(|e| HandleError::Invalid(e.to_string()))?;
+            client
+                .update_table()
                 .table_name(table)
+                .set_attribute_definitions(Some(attributes.clone()))
+                .global_secondary_index_updates(
+                    GlobalSecondaryIndexUpdate::builder().create(action).build(),
+                )
                 .send()
                 .await
-                .map_err(|e| unavailable("DescribeTable", &e))?;
-            if out.table().and_then(|t| t.table_status()) == Some(&TableStatus::Active) {
-                break;
-            }
-            if tokio::time::Instant::now() > deadline {
-                return Err(HandleError::Unavailable(format!(
-                    "table {table} did not become active within 30 s"
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+                .map_err(|e| unavailable("UpdateTable", &e))?;
+            wait_until_active(client, table).await?;
         }
         let ttl = &definition["TimeToLiveSpecification"];
         if ttl["Enabled"] == true {
@@ -327,6 +384,25 @@ impl DynamoDbHandleStore {
             }
         }
         Ok(())
+    }
+
+    /// A new handle's item: its attributes at version 1, under `write_id`.
+    fn new_item(handle: &Handle, write_id: &str) -> Item {
+        Item::from([
+            (PK.to_owned(), s(partition_key(handle.id))),
+            ("owner".to_owned(), s(&handle.owner)),
+            ("kind".to_owned(), s(&handle.kind)),
+            (
+                OWNER_KIND.to_owned(),
+                s(owner_kind(&handle.owner, &handle.kind)),
+            ),
+            ("data".to_owned(), s(handle.data.to_string())),
+            ("version".to_owned(), n(1)),
+            ("created_at".to_owned(), n(handle.created_at_ms)),
+            ("expires_at".to_owned(), n(handle.expires_at_secs())),
+            ("expires_at_ms".to_owned(), n(handle.expires_at_ms)),
+            ("write_id".to_owned(), s(write_id)),
+        ])
     }
 
     fn key(id: HandleId) -> (String, AttributeValue) {
@@ -355,18 +431,9 @@ impl DynamoDbHandleStore {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let (pk, pk_value) = Self::key(handle.id);
             let put = Put::builder()
                 .table_name(self.table.as_ref())
-                .item(pk, pk_value)
-                .item("owner", s(&handle.owner))
-                .item("kind", s(&handle.kind))
-                .item("data", s(handle.data.to_string()))
-                .item("version", n(1))
-                .item("created_at", n(now))
-                .item("expires_at", n(handle.expires_at_secs()))
-                .item("expires_at_ms", n(handle.expires_at_ms))
-                .item("write_id", s(write_id.clone()))
+                .set_item(Some(Self::new_item(&handle, &write_id)))
                 .condition_expression("attribute_not_exists(pk)")
                 .build()
                 .map_err(invalid)?;
@@ -420,6 +487,42 @@ impl DynamoDbHandleStore {
 /// The partition key of a handle's item (the change feed reads handle versions by it).
 pub(crate) fn partition_key(id: HandleId) -> String {
     format!("h#{id}")
+}
+
+/// The owner index's key of `owner`'s handles of `kind`. The kind's length first, so no two
+/// (kind, owner) pairs spell the same key whatever bytes they hold.
+fn owner_kind(owner: &str, kind: &str) -> String {
+    format!("{}:{kind}:{owner}", kind.len())
+}
+
+/// Waits (30 s at most) until `table` and every index on it are active, and describes it.
+async fn wait_until_active(
+    client: &Client,
+    table: &str,
+) -> Result<aws_sdk_dynamodb::types::TableDescription, HandleError> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = client
+            .describe_table()
+            .table_name(table)
+            .send()
+            .await
+            .map_err(|e| unavailable("DescribeTable", &e))?;
+        if let Some(description) = out.table().filter(|t| {
+            t.table_status() == Some(&TableStatus::Active)
+                && t.global_secondary_indexes()
+                    .iter()
+                    .all(|i| i.index_status() == Some(&IndexStatus::Active))
+        }) {
+            return Ok(description.clone());
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(HandleError::Unavailable(format!(
+                "table {table} and its indexes did not become active within 30 s"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 fn now_ms() -> u64 {
@@ -596,20 +699,11 @@ impl HandleStore for DynamoDbHandleStore {
             if let Some(quota) = self.quota.filter(|_| CallerQuota::counts(owner)) {
                 return self.create_counted(handle, quota, write_id, now).await;
             }
-            let (pk, pk_value) = Self::key(id);
             let request = self
                 .client
                 .put_item()
                 .table_name(self.table.as_ref())
-                .item(pk, pk_value)
-                .item("owner", s(owner))
-                .item("kind", s(kind))
-                .item("data", s(handle.data.to_string()))
-                .item("version", n(1))
-                .item("created_at", n(now))
-                .item("expires_at", n(handle.expires_at_secs()))
-                .item("expires_at_ms", n(handle.expires_at_ms))
-                .item("write_id", s(write_id.clone()))
+                .set_item(Some(Self::new_item(&handle, &write_id)))
                 .condition_expression("attribute_not_exists(pk)")
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
@@ -832,9 +926,10 @@ impl HandleStore for DynamoDbHandleStore {
                 .update_item()
                 .table_name(self.table.as_ref())
                 .key(pk, pk_value)
+                // Without its owner key the tombstone leaves the owner index.
                 .update_expression(
                     "SET #deleted = :true, write_id = :wid, expires_at = :exp, \
-                     expires_at_ms = :exp_ms REMOVE #data",
+                     expires_at_ms = :exp_ms REMOVE #data, owner_kind",
                 )
                 .expression_attribute_names("#deleted", DELETED)
                 .expression_attribute_names("#data", "data")
@@ -889,5 +984,89 @@ impl HandleStore for DynamoDbHandleStore {
             }
         }
         .boxed()
+    }
+
+    fn list<'a>(
+        &'a self,
+        owner: &'a str,
+        kind: &'a str,
+        after: Option<ListPosition>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<HandlePage, HandleError>> {
+        async move {
+            validate_list(owner, kind, limit)?;
+            let now = now_ms();
+            let listed = owner_kind(owner, kind);
+            let start = after.map(|position| {
+                Item::from([
+                    (PK.to_owned(), s(partition_key(position.id))),
+                    (OWNER_KIND.to_owned(), s(&listed)),
+                    ("created_at".to_owned(), n(position.created_at_ms)),
+                ])
+            });
+            let request = self
+                .client
+                .query()
+                .table_name(self.table.as_ref())
+                .index_name(OWNER_INDEX)
+                .key_condition_expression("#listed = :listed")
+                .filter_expression("expires_at_ms > :now AND attribute_not_exists(#deleted)")
+                .expression_attribute_names("#listed", OWNER_KIND)
+                .expression_attribute_names("#deleted", DELETED)
+                .expression_attribute_values(":listed", s(&listed))
+                .expression_attribute_values(":now", n(now))
+                .scan_index_forward(false)
+                .limit(i32::try_from(limit).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start);
+            let out = retry::send(&self.client, || request.clone().send())
+                .await
+                .result
+                .map_err(|e| self.list_failure(&e))?;
+            let mut handles = Vec::with_capacity(out.items().len());
+            for item in out.items() {
+                let (handle, _) = parse(item)?;
+                // The key says so already; a hand-edited item must not leak another's handle.
+                if handle.owner == owner && handle.kind == kind {
+                    handles.push(handle);
+                }
+            }
+            let next = match out.last_evaluated_key() {
+                None => None,
+                Some(key) => Some(ListPosition {
+                    id: item::text(key, PK)
+                        .and_then(|pk| pk.strip_prefix("h#"))
+                        .and_then(|id| id.parse().ok())
+                        .ok_or_else(|| corrupt("(Query's LastEvaluatedKey pk)"))?,
+                    created_at_ms: item::number(key, "created_at")
+                        .ok_or_else(|| corrupt("(Query's LastEvaluatedKey created_at)"))?,
+                }),
+            };
+            Ok(HandlePage { handles, next })
+        }
+        .boxed()
+    }
+}
+
+impl DynamoDbHandleStore {
+    /// A failed page read, as [`HandleError`]: a table without the owner index says which.
+    fn list_failure<R: fmt::Debug>(
+        &self,
+        error: &SdkError<aws_sdk_dynamodb::operation::query::QueryError, R>,
+    ) -> HandleError {
+        let message = error.as_service_error().and_then(|e| e.message());
+        if error.as_service_error().and_then(|e| e.code()) == Some("ValidationException")
+            && message.is_some_and(|m| m.contains("index"))
+        {
+            tracing::warn!(
+                table = %self.table,
+                "the handles table has no owner index, so handles cannot be listed"
+            );
+            return HandleError::Unavailable(format!(
+                "table {} has no index {OWNER_INDEX}: add it as infra/handles-table.json \
+                 defines it (redeploying the template does)",
+                self.table
+            ));
+        }
+        failure("Query", error, false)
     }
 }

@@ -56,6 +56,11 @@ impl HandleId {
     pub fn as_bytes(&self) -> &[u8; 16] {
         &self.0
     }
+
+    /// The id whose raw bytes are `bytes`, if they are a UUIDv4's (a signed cursor's).
+    pub(crate) fn from_bytes(bytes: [u8; 16]) -> Option<Self> {
+        (bytes[6] >> 4 == 4 && bytes[8] >> 6 == 0b10).then_some(Self(bytes))
+    }
 }
 
 impl fmt::Display for HandleId {

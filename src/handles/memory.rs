@@ -9,7 +9,8 @@ use std::time::{Duration, SystemTime};
 use futures::future::{self, BoxFuture, FutureExt};
 
 use super::{
-    CallerQuota, Handle, HandleError, HandleId, HandleStore, epoch_ms, expiry_ms, validate,
+    CallerQuota, Handle, HandleError, HandleId, HandlePage, HandleStore, ListPosition, epoch_ms,
+    expiry_ms, validate, validate_list,
 };
 
 /// Live handles the store holds before it refuses new ones (after first dropping expired ones).
@@ -178,6 +179,32 @@ impl MemoryHandleStore {
 
     /// Runs `f` on the live handle `id` of `owner`, or answers `NotFound` (dropping the entry if
     /// it has expired).
+    /// One page of `owner`'s live handles of `kind`, newest first (then by id, descending),
+    /// after `after`. A pass over every handle held: the store is for local runs, where that
+    /// is a few milliseconds at its capacity.
+    fn list_now(
+        &self,
+        owner: &str,
+        kind: &str,
+        after: Option<ListPosition>,
+        limit: usize,
+    ) -> Result<HandlePage, HandleError> {
+        validate_list(owner, kind, limit)?;
+        let now = self.now_ms();
+        let inner = self.lock();
+        let mut listed: Vec<&Handle> = inner
+            .handles
+            .values()
+            .filter(|h| h.owner == owner && h.kind == kind && h.expires_at_ms > now)
+            .filter(|h| after.is_none_or(|p| (h.created_at_ms, h.id) < (p.created_at_ms, p.id)))
+            .collect();
+        listed.sort_unstable_by_key(|h| std::cmp::Reverse((h.created_at_ms, h.id)));
+        let more = listed.len() > limit;
+        let handles: Vec<Handle> = listed.into_iter().take(limit).cloned().collect();
+        let next = handles.last().filter(|_| more).map(ListPosition::after);
+        Ok(HandlePage { handles, next })
+    }
+
     fn with_live<T>(
         &self,
         owner: &str,
@@ -292,6 +319,16 @@ impl HandleStore for MemoryHandleStore {
             Ok(())
         });
         future::ready(result).boxed()
+    }
+
+    fn list<'a>(
+        &'a self,
+        owner: &'a str,
+        kind: &'a str,
+        after: Option<ListPosition>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<HandlePage, HandleError>> {
+        future::ready(self.list_now(owner, kind, after, limit)).boxed()
     }
 }
 

@@ -85,7 +85,7 @@ pub(crate) use dynamodb::CountedCancel;
 #[cfg(feature = "dynamodb")]
 pub(crate) use dynamodb::partition_key;
 #[cfg(feature = "dynamodb")]
-pub use dynamodb::{DynamoDbHandleStore, TABLE_DEFINITION, TOMBSTONE_TTL};
+pub use dynamodb::{DynamoDbHandleStore, OWNER_INDEX, TABLE_DEFINITION, TOMBSTONE_TTL};
 pub use id::{HandleId, ParseHandleIdError};
 pub use memory::MemoryHandleStore;
 pub use quota::CallerQuota;
@@ -94,8 +94,8 @@ pub use settings::HandleSettings;
 /// The handle store, as [`TableError`](crate::aws::TableError) names it.
 const STORE: &str = "handle store";
 pub use typed::{
-    HandleWrites, Handles, MAX_ATTEMPTS, MAX_REQUEST_KEY_BYTES, MAX_REQUEST_KEYS, RequestKey,
-    Stored,
+    DEFAULT_PAGE_SIZE, HandleWrites, Handles, MAX_ATTEMPTS, MAX_REQUEST_KEY_BYTES,
+    MAX_REQUEST_KEYS, Page, RequestKey, Stored,
 };
 
 /// The largest accepted `data`, in bytes of compact JSON.
@@ -171,6 +171,41 @@ impl Handle {
         UNIX_EPOCH + Duration::from_millis(self.created_at_ms)
     }
 }
+
+/// Where a listing of one owner's handles goes on: after this handle. Listings are newest
+/// first (by [`created_at_ms`](Handle::created_at_ms), then by id), so a position is the last
+/// handle a page held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ListPosition {
+    /// The creation time of the last handle listed.
+    pub created_at_ms: u64,
+    /// Its id.
+    pub id: HandleId,
+}
+
+impl ListPosition {
+    /// Where a listing goes on after `handle`.
+    pub fn after(handle: &Handle) -> Self {
+        Self {
+            created_at_ms: handle.created_at_ms,
+            id: handle.id,
+        }
+    }
+}
+
+/// One page of an owner's handles, as [`HandleStore::list`] returns it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct HandlePage {
+    /// Live handles, newest first; at most the limit asked for, and possibly fewer (even
+    /// none) with more to come: a page ends where the backend's read ended.
+    pub handles: Vec<Handle>,
+    /// Where the next page starts; `None` when the listing is complete.
+    pub next: Option<ListPosition>,
+}
+
+/// The most handles one [`HandleStore::list`] page holds.
+pub const MAX_LIST_PAGE: usize = 100;
 
 /// Why a [`HandleStore`] operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -364,6 +399,31 @@ pub trait HandleStore: Send + Sync + 'static {
         id: HandleId,
         expected_version: Option<u64>,
     ) -> BoxFuture<'a, Result<(), HandleError>>;
+
+    /// One page of `owner`'s live handles of `kind`, newest first: from the newest, or after
+    /// `after` (the [`next`](HandlePage::next) of the page before), at most `limit` (1 to
+    /// [`MAX_LIST_PAGE`]). Expired and deleted handles are never listed; another owner's never.
+    /// Reading the whole list means following `next` until it is `None`; a handle created
+    /// meanwhile may or may not appear, none is listed twice.
+    ///
+    /// The DynamoDB store reads one page with one `Query` on the table's owner index, which
+    /// DynamoDB keeps up to date within a moment of each write (the index is eventually
+    /// consistent): a handle created a fraction of a second ago may be missing from the first
+    /// page, and one just deleted may still be listed there, though [`get`](Self::get) finds
+    /// it gone.
+    ///
+    /// # Errors
+    ///
+    /// [`HandleError::Invalid`] for an empty or overlong owner or kind or a `limit` outside
+    /// 1 to [`MAX_LIST_PAGE`]; [`HandleError::Unavailable`] when the backend cannot be read
+    /// (for DynamoDB also when the table lacks the owner index of `infra/handles-table.json`).
+    fn list<'a>(
+        &'a self,
+        owner: &'a str,
+        kind: &'a str,
+        after: Option<ListPosition>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<HandlePage, HandleError>>;
 }
 
 /// A fresh in-memory store, shared by everything that clones the `Arc`.
@@ -411,6 +471,17 @@ pub(crate) fn validate(
                 "data is {size} bytes as JSON; the limit is {MAX_DATA_BYTES}"
             )));
         }
+    }
+    Ok(())
+}
+
+/// Checks a [`HandleStore::list`] request the way every backend must refuse it.
+pub(crate) fn validate_list(owner: &str, kind: &str, limit: usize) -> Result<(), HandleError> {
+    validate(owner, Some(kind), None, Duration::from_secs(1))?;
+    if !(1..=MAX_LIST_PAGE).contains(&limit) {
+        return Err(HandleError::Invalid(format!(
+            "a page holds 1 to {MAX_LIST_PAGE} handles, not {limit}"
+        )));
     }
     Ok(())
 }

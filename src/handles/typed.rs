@@ -2,14 +2,20 @@
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde::{Serialize, de::DeserializeOwned};
 
-use super::{Handle, HandleError, HandleId, HandleStore};
+use super::{Handle, HandleError, HandleId, HandleStore, ListPosition, MAX_LIST_PAGE};
 use crate::auth::Caller;
+use crate::request_state::RequestStateKeys;
+use crate::request_state::cursor::{CursorSigner, ListKind};
+
+/// How many handles a [`Handles::list`] page holds unless set with
+/// [`Handles::with_page_size`].
+pub const DEFAULT_PAGE_SIZE: usize = 50;
 
 /// Attempts at a read-modify-write before a contended handle answers
 /// [`HandleError::Conflict`].
@@ -51,6 +57,18 @@ impl<T> Stored<T> {
     pub fn expires_at_secs(&self) -> u64 {
         self.expires_at_ms.div_ceil(1000)
     }
+}
+
+/// One page of a caller's handles, as [`Handles::list`] returns it: newest first.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Page<T> {
+    /// The handles, newest first. A page may be shorter than the page size (even empty) with
+    /// more to come: follow [`next_cursor`](Self::next_cursor) until it is `None`.
+    pub items: Vec<Stored<T>>,
+    /// Where the next page starts, signed for this caller and this kind; `None` on the last
+    /// page. Hand it to the client as it is (an MCP list's `nextCursor`).
+    pub next_cursor: Option<String>,
 }
 
 /// A client-chosen key that makes a change safe to repeat: a handle remembers the latest
@@ -148,6 +166,8 @@ pub struct Handles<T> {
     kind: Arc<str>,
     ttl: Duration,
     writes: Option<Arc<dyn HandleWrites>>,
+    cursors: Arc<CursorSigner>,
+    page_size: usize,
     state: PhantomData<fn() -> T>,
 }
 
@@ -158,9 +178,20 @@ impl<T> Clone for Handles<T> {
             kind: self.kind.clone(),
             ttl: self.ttl,
             writes: self.writes.clone(),
+            cursors: self.cursors.clone(),
+            page_size: self.page_size,
             state: PhantomData,
         }
     }
+}
+
+/// The cursor signer of handles given no keys: one random key per process, so cursors work
+/// within it (a local server) and nowhere else.
+fn process_cursors() -> Arc<CursorSigner> {
+    static SIGNER: OnceLock<Arc<CursorSigner>> = OnceLock::new();
+    SIGNER
+        .get_or_init(|| Arc::new(CursorSigner::new(RequestStateKeys::generate().all())))
+        .clone()
 }
 
 impl<T> fmt::Debug for Handles<T> {
@@ -169,6 +200,7 @@ impl<T> fmt::Debug for Handles<T> {
             .field("kind", &self.kind)
             .field("ttl", &self.ttl)
             .field("publishes", &self.writes.is_some())
+            .field("page_size", &self.page_size)
             .finish_non_exhaustive()
     }
 }
@@ -179,15 +211,36 @@ where
 {
     /// Handles of `kind` (1 to 64 bytes, e.g. `"note"`) in `store`, expiring `ttl` after their
     /// last write or touch. [`App::handles`](crate::App::handles) builds one from the
-    /// configuration, publishing to the app's listeners.
+    /// configuration, publishing to the app's listeners and signing [`list`](Self::list)
+    /// cursors with the server's request-state key. Built here, cursors are signed with a key
+    /// made for this process: give the server's with
+    /// [`signing_cursors_with`](Self::signing_cursors_with) when several instances serve.
     pub fn new(store: Arc<dyn HandleStore>, kind: &str, ttl: Duration) -> Self {
         Self {
             store,
             kind: kind.into(),
             ttl,
             writes: None,
+            cursors: process_cursors(),
+            page_size: DEFAULT_PAGE_SIZE,
             state: PhantomData,
         }
+    }
+
+    /// Signs [`list`](Self::list) cursors with `keys` (and accepts cursors signed with any of
+    /// them), so every instance holding the same keys continues every list. The same keys as
+    /// the server's list cursors, under a key derived for cursors alone.
+    pub fn signing_cursors_with(mut self, keys: &RequestStateKeys) -> Self {
+        self.cursors = Arc::new(CursorSigner::new(keys.all()));
+        self
+    }
+
+    /// Sets how many handles a [`list`](Self::list) page holds: 1 to
+    /// [`MAX_LIST_PAGE`](super::MAX_LIST_PAGE) (a size outside is brought inside);
+    /// [`DEFAULT_PAGE_SIZE`] unless set.
+    pub fn with_page_size(mut self, size: usize) -> Self {
+        self.page_size = size.clamp(1, MAX_LIST_PAGE);
+        self
     }
 
     /// Tells `writes` of every write that changes a handle.
@@ -401,6 +454,95 @@ where
         self.store.delete(caller.owner_key(), id, None).await?;
         self.written(id).await;
         Ok(())
+    }
+
+    /// One page of `caller`'s handles of this kind, newest first: the first page without a
+    /// cursor, the next with the [`next_cursor`](Page::next_cursor) of the one before. One
+    /// store request per page (for DynamoDB one `Query` on the owner index, which trails each
+    /// write by a moment). Expired and deleted handles are never listed, nor anyone else's.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_lambda::{Caller, handles::{self, Handles}};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), handles::HandleError> {
+    /// let notes: Handles<String> = Handles::new(handles::memory(), "note", Duration::from_secs(60))
+    ///     .with_page_size(2);
+    /// let ada = Caller::anonymous();
+    /// for text in ["one", "two", "three"] {
+    ///     notes.create(&ada, text.to_owned()).await?;
+    /// }
+    /// let first = notes.list(&ada, None).await?;
+    /// assert_eq!(first.items.len(), 2);
+    /// let rest = notes.list(&ada, first.next_cursor.as_deref()).await?;
+    /// assert_eq!(rest.items.len(), 1);
+    /// assert_eq!(rest.next_cursor, None);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`HandleError::Invalid`] for a cursor this list did not give `caller` (another
+    /// caller's, another kind's, a forged or garbled one, one signed with a key no longer
+    /// configured); [`HandleError::Unavailable`] as for [`HandleStore::list`];
+    /// [`HandleError::Decode`] when a listed handle's data is not a `T`.
+    pub async fn list(
+        &self,
+        caller: &Caller,
+        cursor: Option<&str>,
+    ) -> Result<Page<T>, HandleError> {
+        let owner = caller.owner_key();
+        let after = cursor
+            .map(|cursor| self.open_cursor(owner, cursor))
+            .transpose()?;
+        let page = self
+            .store
+            .list(owner, &self.kind, after, self.page_size)
+            .await?;
+        let items = page
+            .handles
+            .into_iter()
+            .map(|handle| Ok(self.decode(handle)?.0))
+            .collect::<Result<_, HandleError>>()?;
+        let next_cursor = page.next.map(|position| {
+            let mut bytes = [0u8; 24];
+            bytes[..8].copy_from_slice(&position.created_at_ms.to_be_bytes());
+            bytes[8..].copy_from_slice(position.id.as_bytes());
+            self.cursors
+                .seal(ListKind::Handles, &self.cursor_scope(owner), &bytes)
+        });
+        Ok(Page { items, next_cursor })
+    }
+
+    /// What a list cursor is signed for: this owner's handles of this kind.
+    fn cursor_scope(&self, owner: &str) -> Vec<u8> {
+        let mut scope = Vec::with_capacity(self.kind.len() + 1 + owner.len());
+        scope.extend_from_slice(self.kind.as_bytes());
+        scope.push(0);
+        scope.extend_from_slice(owner.as_bytes());
+        scope
+    }
+
+    fn open_cursor(&self, owner: &str, cursor: &str) -> Result<ListPosition, HandleError> {
+        let refused = || {
+            HandleError::Invalid(format!(
+                "this cursor does not continue your list of {}: pass the nextCursor of the \
+                 page before, or none to start from the newest",
+                self.kind
+            ))
+        };
+        let bytes = self
+            .cursors
+            .open(ListKind::Handles, &self.cursor_scope(owner), cursor)
+            .ok_or_else(refused)?;
+        let bytes: [u8; 24] = bytes.try_into().map_err(|_| refused())?;
+        let (time, id) = bytes.split_at(8);
+        Ok(ListPosition {
+            created_at_ms: u64::from_be_bytes(time.try_into().map_err(|_| refused())?),
+            id: HandleId::from_bytes(id.try_into().map_err(|_| refused())?).ok_or_else(refused)?,
+        })
     }
 
     /// A stored handle as this type, with the request keys it remembers. Another kind is not

@@ -13,6 +13,7 @@
 //! | `MCP_REQUEST_STATE_KEY_SSM_PARAMETER` | none | instead of `MCP_REQUEST_STATE_KEY`: the name of an SSM parameter (SecureString) holding the base64 key |
 //! | `MCP_REQUEST_STATE_KEY_PREVIOUS` | none | an older key (base64 or ARN) still accepted for verification during rotation; a Secrets Manager key's `AWSPREVIOUS` version is accepted too |
 
+pub(crate) mod cursor;
 #[cfg(feature = "aws-secrets")]
 mod from_aws;
 
