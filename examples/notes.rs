@@ -1,7 +1,10 @@
-//! Notes kept between calls: two tools on typed handles, each note a resource (`notes://{id}`)
+//! Notes kept between calls: three tools on typed handles, each note a resource (`notes://{id}`)
 //! its owner reads and listens to. `cargo run --example notes`; `cargo test --example notes`.
 use mcp_lambda::handles::{HandleError, HandleId, Handles};
-use mcp_lambda::rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
+use mcp_lambda::rmcp::handler::server::{
+    router::tool::ToolRouter,
+    wrapper::{Json, Parameters},
+};
 use mcp_lambda::rmcp::{self, ServerHandler, schemars, tool, tool_handler, tool_router};
 use mcp_lambda::{App, Caller, Config, Error, Server, handler::HandleResource};
 
@@ -17,6 +20,20 @@ struct Append {
     id: HandleId,
     /// Text to add at the end.
     text: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Cursor {
+    /// The `next_cursor` of the page before; leave it out for your newest notes.
+    cursor: Option<String>,
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct NotePage {
+    /// Your notes on this page, newest first, as `[id, text]`.
+    notes: Vec<(HandleId, String)>,
+    /// Pass it back as `cursor` for the next page; null on the last one.
+    next_cursor: Option<String>,
 }
 
 #[derive(Clone)]
@@ -37,6 +54,24 @@ impl Notes {
         let (id, text) = (a.0.id, a.0.text);
         let append = |note: &mut Note| note.text.push_str(&text);
         Ok(self.notes.modify(&c, id, append).await?.value.text)
+    }
+
+    #[tool(description = "List your notes, newest first, a page at a time.")]
+    async fn list_notes(
+        &self,
+        c: Caller,
+        p: Parameters<Cursor>,
+    ) -> Result<Json<NotePage>, HandleError> {
+        let page = self.notes.list(&c, p.0.cursor.as_deref()).await?;
+        let notes = page
+            .items
+            .into_iter()
+            .map(|n| (n.id, n.value.text))
+            .collect();
+        Ok(Json(NotePage {
+            notes,
+            next_cursor: page.next_cursor,
+        }))
     }
 }
 

@@ -583,6 +583,13 @@ def norm(items):
     return sorted(json.dumps(i, sort_keys=True) for i in items)
 assert norm(table["AttributeDefinitions"]) == norm(infra["AttributeDefinitions"]), "AttributeDefinitions differ"
 assert norm(table["KeySchema"]) == norm(infra["KeySchema"]), "KeySchema differ"
+assert norm(table.get("GlobalSecondaryIndexes", [])) == norm(infra.get("GlobalSecondaryIndexes", [])), "GlobalSecondaryIndexes differ"
+# The function may query the owner index by its name.
+policy = template["Resources"]["McpRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+query = [st for st in policy if isinstance(st, dict) and st.get("Sid") == "HandlesOwnerIndex"]
+assert query and query[0]["Action"] == "dynamodb:Query", query
+names = [i["IndexName"] for i in infra["GlobalSecondaryIndexes"]]
+assert any(n in json.dumps(query[0]["Resource"]) for n in names), (query, names)
 assert table["BillingMode"] == infra.get("BillingMode", "PAY_PER_REQUEST"), "BillingMode differs"
 ttl = infra.get("TimeToLiveSpecification") or {}
 if ttl:

@@ -86,7 +86,8 @@ import json, sys, urllib.request
 endpoint, table = sys.argv[1], sys.argv[2]
 definition = json.load(open("infra/handles-table.json"))
 body = {"TableName": table, "BillingMode": definition["BillingMode"],
-        "AttributeDefinitions": definition["AttributeDefinitions"], "KeySchema": definition["KeySchema"]}
+        "AttributeDefinitions": definition["AttributeDefinitions"], "KeySchema": definition["KeySchema"],
+        "GlobalSecondaryIndexes": definition["GlobalSecondaryIndexes"]}
 urllib.request.urlopen(urllib.request.Request(endpoint + "/", json.dumps(body).encode(), {
     "Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": "DynamoDB_20120810.CreateTable",
     "Authorization": "AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/dynamodb/aws4_request, "

@@ -142,13 +142,13 @@ judge() {
   ' "$(outfile "$name").json" "$(outfile "$name").err" "$rc")
   if [[ -z "$why" ]]; then pass "inspector: $name"; else fail "inspector: $name" "$why"; fi
 }
-six_tools='(r) => (r.tools ?? []).length === 6 ? "" : `expected 6 tools, got ${(r.tools ?? []).length}`'
+seven_tools='(r) => (r.tools ?? []).length === 7 ? "" : `expected 7 tools, got ${(r.tools ?? []).length}`'
 
 inspect "tools/list --strict" --method tools/list --strict
-judge "tools/list --strict" $? "$six_tools"
+judge "tools/list --strict" $? "$seven_tools"
 
 inspect "tools/list" --method tools/list
-judge "tools/list" $? "$six_tools"
+judge "tools/list" $? "$seven_tools"
 
 inspect "tools/call create_basket" --method tools/call --tool-name create_basket
 judge "tools/call create_basket" $? \

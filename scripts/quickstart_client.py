@@ -15,7 +15,7 @@ URL = sys.argv[1]
 async def main():
     async with Client(URL, mode="2026-07-28") as client:
         tools = {t.name for t in (await client.list_tools()).tools}
-        assert tools == {"write_note", "append"}, tools
+        assert tools == {"write_note", "append", "list_notes"}, tools
         templates = await client.list_resource_templates()
         assert [t.uri_template for t in templates.resource_templates] == ["notes://{id}"], templates
 
@@ -48,6 +48,11 @@ async def main():
             raise AssertionError("an unknown note was read")
         wrong = await client.call_tool("append", {"id": missing[8:], "text": "x"})
         assert wrong.is_error and "no such handle" in wrong.content[0].text, wrong
+        listed = await client.call_tool("list_notes", {})
+        assert not listed.is_error, listed
+        assert listed.structured_content["notes"] == [[note_id, "milk, eggs"]], listed
+        forged = await client.call_tool("list_notes", {"cursor": "AAAA"})
+        assert forged.is_error and "cursor" in forged.content[0].text, forged
     print("quickstart client: every check passed")
 
 

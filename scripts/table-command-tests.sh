@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # docs/handles.md's AWS CLI commands for the handles table, run as written (plus an endpoint)
 # against DynamoDB Local, and the table they made checked against infra/handles-table.json: the
-# key, the billing mode, TTL on the same attribute. Ends with "table-command: N passed, M failed".
+# key, the owner index, the billing mode, TTL on the same attribute. Ends with "table-command: N passed, M failed".
 # Caches: MCP_WORK (the AWS CLI's venv, DynamoDB Local).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -40,7 +40,10 @@ made = call("describe-table")["Table"]
 ttl = call("describe-time-to-live")["TimeToLiveDescription"]
 want = json.load(open("infra/handles-table.json"))
 assert made["KeySchema"] == want["KeySchema"], made["KeySchema"]
-assert made["AttributeDefinitions"] == want["AttributeDefinitions"], made["AttributeDefinitions"]
+norm = lambda items: sorted(json.dumps(i, sort_keys=True) for i in items)
+assert norm(made["AttributeDefinitions"]) == norm(want["AttributeDefinitions"]), made["AttributeDefinitions"]
+indexes = [{k: i[k] for k in ("IndexName", "KeySchema", "Projection")} for i in made.get("GlobalSecondaryIndexes", [])]
+assert norm(indexes) == norm(want["GlobalSecondaryIndexes"]), indexes
 assert made["BillingModeSummary"]["BillingMode"] == want["BillingMode"], made.get("BillingModeSummary")
 assert ttl.get("AttributeName") == want["TimeToLiveSpecification"]["AttributeName"], ttl
 assert ttl.get("TimeToLiveStatus") in ("ENABLED", "ENABLING"), ttl

@@ -147,7 +147,8 @@ impl App {
             "App::handles needs the handle store: build the app with App::open(config).await?",
         );
         let mut handles = Handles::new(store, kind, self.config.handles.ttl)
-            .signing_cursors_with(&self.config.request_state_keys);
+            .signing_cursors_with(&self.config.request_state_keys)
+            .with_page_size(self.config.handles.page_size);
         if let Some(changes) = &self.changes {
             handles = handles.publishing_to(Arc::new(changes.clone()));
         }

@@ -3,7 +3,7 @@
 //!
 //! | variable | default | meaning |
 //! |---|---|---|
-//! | `MCP_LOG` | `info` | tracing filter; rmcp is capped at `warn` unless the filter names it |
+//! | `MCP_LOG` | `info` | tracing filter; rmcp is capped at `warn` unless the filter names it, and its warn on a refused client request is left out (the request is noted at info: `request refused`, with its code) |
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -111,14 +111,23 @@ impl LogSettings {
     pub fn init(&self) {
         let filter = tracing_subscriber::EnvFilter::try_new(self.directives())
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
         let builder = tracing_subscriber::fmt().with_env_filter(filter);
+        let quiet = crate::rmcp_gaps::QuietRefusals;
         let _ = match self.mode {
             Mode::Lambda => builder
                 .json()
                 .without_time()
                 .with_current_span(false)
+                .finish()
+                .with(quiet)
                 .try_init(),
-            Mode::Local => builder.with_writer(std::io::stderr).try_init(),
+            Mode::Local => builder
+                .with_writer(std::io::stderr)
+                .finish()
+                .with(quiet)
+                .try_init(),
         };
     }
 }

@@ -12,6 +12,7 @@
 //! | [`list_cursor_is_not_a_string`] | silently drops a list `cursor` of the wrong type (serves the first page instead of -32602) | `http/envelope.rs` |
 //! | [`stamp_server_info`] | puts `_meta["io.modelcontextprotocol/serverInfo"]` on `server/discover` only | `handler/mod.rs` |
 //! | [`acknowledge_task_ids`] | `SubscriptionFilter` has no `taskIds` (the tasks extension), so its acknowledgment cannot name the accepted ones | `http/pipeline.rs` |
+//! | [`QuietRefusals`], [`is_client_refusal`] | logs every error answer at warn (`response error`, with its data, which may echo arguments), and a client closing its stream before the last message at error (`failed to send pending response during drain`) | `logging.rs`; `handler/mod.rs` notes the client's refusals at info instead |
 //! | [`send_task_status`] | `SubscriptionSink::send` refuses `notifications/tasks` | `listen/stream.rs` |
 
 use std::convert::Infallible;
@@ -325,6 +326,69 @@ pub(crate) async fn send_task_status(
     peer.send_notification(notification).await
 }
 
+/// The JSON-RPC codes that answer a client's mistake rather than a server fault: parse, request,
+/// method and params errors, resource not found (2025), the MCP header mismatch, a missing
+/// client capability, an unsupported protocol version, URL elicitation required.
+pub(crate) fn is_client_refusal(code: i32) -> bool {
+    matches!(
+        code,
+        -32700 | -32600 | -32601 | -32602 | -32002 | -32020 | -32021 | -32022 | -32042
+    )
+}
+
+/// Keeps two of rmcp's lines out of the logs: its warn on an error answer that refuses a client's
+/// mistake (the handler notes those at info, without their data), and its error when a client
+/// closed its stream before the last message was sent (on this transport, a client that went
+/// away: a listen stream closed normally). Error answers for server faults still log at warn.
+///
+/// rmcp 3.11: `service.rs` logs `response error` at warn for every `Err` a handler returns, and
+/// `failed to send pending response during drain` at error when the transport is gone.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct QuietRefusals;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for QuietRefusals {
+    fn event_enabled(
+        &self,
+        event: &tracing::Event<'_>,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        if !event.metadata().target().starts_with("rmcp::service") {
+            return true;
+        }
+        let mut seen = Seen::default();
+        event.record(&mut seen);
+        match seen.message.as_str() {
+            "failed to send pending response during drain" => false,
+            "response error" => !seen.code.is_some_and(is_client_refusal),
+            _ => true,
+        }
+    }
+}
+
+/// What [`QuietRefusals`] reads off an rmcp event: its message and the error code it names.
+#[derive(Default)]
+struct Seen {
+    message: String,
+    code: Option<i32>,
+}
+
+impl tracing::field::Visit for Seen {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        match field.name() {
+            "message" => self.message = format!("{value:?}"),
+            // `ErrorData { code: ErrorCode(-32602), … }`
+            "error" => {
+                let text = format!("{value:?}");
+                self.code = text
+                    .split_once("ErrorCode(")
+                    .and_then(|(_, rest)| rest.split_once(')'))
+                    .and_then(|(code, _)| code.parse().ok());
+            }
+            _ => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -424,5 +488,47 @@ mod tests {
         trim_mcp_headers(&mut headers);
         assert_eq!(headers["mcp-method"], "tools/list");
         assert_eq!(headers["x-other"], " kept ");
+    }
+
+    #[test]
+    fn rmcp_s_lines_for_a_clients_doing_are_left_out_and_server_faults_kept() {
+        use std::io::Write;
+        use std::sync::{Arc, Mutex};
+        use tracing_subscriber::layer::SubscriberExt as _;
+
+        #[derive(Clone, Default)]
+        struct Buffer(Arc<Mutex<Vec<u8>>>);
+        impl Write for Buffer {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish()
+            .with(QuietRefusals);
+        tracing::subscriber::with_default(subscriber, || {
+            let refusal = rmcp::model::ErrorData::invalid_params("Resource not found", None);
+            let fault = rmcp::model::ErrorData::internal_error("the store is down", None);
+            tracing::warn!(target: "rmcp::service", id = 1, error = ?refusal, "response error");
+            tracing::warn!(target: "rmcp::service", id = 2, error = ?fault, "response error");
+            tracing::error!(target: "rmcp::service", error = "closed", "failed to send pending response during drain");
+            tracing::warn!(target: "mcp_lambda::handler", "response error");
+        });
+        let log = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(lines.len(), 2, "{log}");
+        assert!(
+            lines[0].contains("id=2") && lines[0].contains("-32603"),
+            "{log}"
+        );
+        assert!(lines[1].contains("mcp_lambda::handler"), "{log}");
     }
 }

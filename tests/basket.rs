@@ -3,6 +3,7 @@
 
 use mcp_lambda_test_support as support;
 
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -263,7 +264,7 @@ async fn fifty_concurrent_adds_to_one_basket_all_land() {
 }
 
 #[tokio::test]
-async fn tools_list_names_the_six_tools_and_the_expiry_policy() {
+async fn tools_list_names_the_seven_tools_and_the_expiry_policy() {
     let server = Server::start(&[]).await;
     let response = server.rpc("tools/list", None, json!({})).await;
     let tools = response["result"]["tools"].as_array().unwrap();
@@ -274,6 +275,7 @@ async fn tools_list_names_the_six_tools_and_the_expiry_policy() {
             "add_item",
             "checkout",
             "create_basket",
+            "list_baskets",
             "place_order",
             "remove_item",
             "view_basket"
@@ -337,6 +339,79 @@ async fn a_basket_belongs_to_its_creator_and_looks_missing_to_anyone_else() {
         items(&view),
         [("tea".to_string(), 2)],
         "bob changed nothing"
+    );
+}
+
+#[tokio::test]
+async fn list_baskets_pages_through_the_callers_own_baskets_newest_first() {
+    let auth = WithAuth::start_with(&[("MCP_HANDLES_PAGE_SIZE", "2")]).await;
+    let server = &auth.server;
+    *server.token.lock().unwrap() = Some(auth.token("bob"));
+    server.ok("create_basket", json!({})).await;
+    *server.token.lock().unwrap() = Some(auth.token("alice"));
+    let mut made = Vec::new();
+    for sku in ["tea", "jam", "oat"] {
+        let id = server.ok("create_basket", json!({})).await["basket_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        server
+            .ok(
+                "add_item",
+                json!({"basket_id": id, "sku": sku, "quantity": 1}),
+            )
+            .await;
+        made.push((id, sku));
+        // Apart in time, so newest first is one order.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let first = server.ok("list_baskets", json!({})).await;
+    assert_eq!(first["baskets"].as_array().unwrap().len(), 2, "{first}");
+    let cursor = first["next_cursor"]
+        .as_str()
+        .expect("a second page")
+        .to_owned();
+    let second = server.ok("list_baskets", json!({"cursor": cursor})).await;
+    let listed: Vec<(String, String)> = first["baskets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(second["baskets"].as_array().unwrap())
+        .map(|b| {
+            (
+                b["basket_id"].as_str().unwrap().to_owned(),
+                items(b)[0].0.clone(),
+            )
+        })
+        .collect();
+    let newest_first: Vec<(String, String)> = made
+        .iter()
+        .rev()
+        .map(|(id, sku)| (id.clone(), sku.to_string()))
+        .collect();
+    assert_eq!(
+        listed, newest_first,
+        "alice's three, newest first, with their lines"
+    );
+    assert!(second.get("next_cursor").is_none(), "{second}");
+
+    // Bob sees his one basket, and cannot continue Alice's list.
+    *server.token.lock().unwrap() = Some(auth.token("bob"));
+    let bobs = server.ok("list_baskets", json!({})).await;
+    assert_eq!(bobs["baskets"].as_array().unwrap().len(), 1, "{bobs}");
+    let refused = server
+        .tool_error("list_baskets", json!({"cursor": cursor}))
+        .await;
+    assert!(
+        refused.contains("cursor does not continue your list"),
+        "{refused}"
+    );
+    let garbage = server
+        .tool_error("list_baskets", json!({"cursor": "AAAA"}))
+        .await;
+    assert!(
+        garbage.contains("cursor does not continue your list"),
+        "{garbage}"
     );
 }
 
@@ -647,6 +722,41 @@ async fn sigterm_ends_every_listen_stream_with_its_result_then_exits_0() {
     assert!(status.success(), "{status}");
 }
 
+/// Expected refusals are not warnings: a read of a basket that is not there is noted at info
+/// (its code, not its data), and a client closing its listen stream logs no error.
+#[tokio::test]
+async fn a_clients_refusals_and_closed_streams_log_no_warning_or_error() {
+    let mut server = Server::start_with(&[("MCP_LOG", "info")], Stdio::piped()).await;
+    let missing = server
+        .read("basket://1b4e28ba-2fa1-4d2e-883f-0016d3cca427")
+        .await;
+    assert_eq!(missing["error"]["code"], -32602, "{missing}");
+    for _ in 0..3 {
+        let mut stream = server
+            .listen(json!("tools"), json!({"toolsListChanged": true}))
+            .await;
+        stream.acknowledged().await;
+        drop(stream);
+    }
+    // The server notices the closed streams at its next write.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    server.sigterm();
+    let (status, _, log) = server.exit(Duration::from_secs(10)).await;
+    assert!(status.success(), "{status}\n{log}");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("INFO") && l.contains("request refused") && l.contains("code")),
+        "the refusal is noted at info:\n{log}"
+    );
+    for line in log.lines() {
+        assert!(
+            !line.contains("response error") && !line.contains("failed to send pending response"),
+            "rmcp's warn or error for a client's doing: {line}"
+        );
+        assert!(!line.contains("ERROR"), "{line}");
+    }
+}
+
 /// The basket with auth on: a loopback issuer and real signatures.
 struct WithAuth {
     server: Server,
@@ -658,13 +768,19 @@ impl WithAuth {
     const AUDIENCE: &str = "https://basket.test/mcp";
 
     async fn start() -> Self {
+        Self::start_with(&[]).await
+    }
+
+    /// With more of the basket's environment.
+    async fn start_with(env: &[(&str, &str)]) -> Self {
         let key = TestKey::p256("k1");
         let issuer = Issuer::start(&[&key]).await;
-        let server = Server::start(&[
+        let mut all = vec![
             ("MCP_AUTH_ISSUER", issuer.url.as_str()),
             ("MCP_AUTH_AUDIENCE", Self::AUDIENCE),
-        ])
-        .await;
+        ];
+        all.extend_from_slice(env);
+        let server = Server::start(&all).await;
         Self {
             server,
             key,

@@ -54,7 +54,7 @@ const MAX_LINES: usize = 100;
 /// Longest SKU, in characters.
 const MAX_SKU_LEN: usize = 64;
 
-/// The basket server: six tools over typed handles; each basket is also a resource
+/// The basket server: seven tools over typed handles; each basket is also a resource
 /// ([`crate::resource`]), which the library serves.
 ///
 /// Built once at start-up and served as it is.
@@ -70,6 +70,25 @@ pub struct Basket {
 pub(crate) struct BasketRef {
     /// The `basket_id` returned by `create_basket`.
     basket_id: String,
+}
+
+/// Arguments of `list_baskets`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct ListBaskets {
+    /// Optional: the `next_cursor` of the page before; leave it out for the newest baskets.
+    #[serde(default)]
+    #[schemars(length(max = 80))]
+    cursor: Option<String>,
+}
+
+/// What `list_baskets` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct BasketList {
+    /// Your baskets on this page, newest first.
+    baskets: Vec<BasketView>,
+    /// Pass it back as `cursor` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_cursor: Option<String>,
 }
 
 /// Arguments of `add_item`.
@@ -321,6 +340,32 @@ impl Basket {
             .await
             .map_err(|e| self.explain_write(e, Unconfirmed::Create))?;
         Ok(Json(self.view(&basket)))
+    }
+
+    #[tool(
+        description = "List your baskets, newest first, with their lines, a page at a time: \
+            pass next_cursor back as cursor for the next page until there is none. Listing does \
+            not count as use: the baskets' expiry stays where it is. A basket created a moment \
+            ago may take a second to appear.",
+        annotations(title = "List baskets", read_only_hint = true, open_world_hint = false)
+    )]
+    async fn list_baskets(
+        &self,
+        caller: Caller,
+        Parameters(args): Parameters<ListBaskets>,
+    ) -> Result<Json<BasketList>, ToolError> {
+        let page = self
+            .baskets
+            .list(&caller, args.cursor.as_deref())
+            .await
+            .map_err(|e| match e {
+                HandleError::Invalid(message) => ToolError::Invalid(message),
+                other => self.explain(other),
+            })?;
+        Ok(Json(BasketList {
+            baskets: page.items.iter().map(|basket| self.view(basket)).collect(),
+            next_cursor: page.next_cursor,
+        }))
     }
 
     #[tool(

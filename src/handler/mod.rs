@@ -51,6 +51,7 @@ pub use lists::ListSettings;
 use lists::{ListContext, strip_cursor};
 pub(crate) use settings::{Announce, HostedSettings};
 
+use crate::logging::Sampled;
 use crate::{
     auth::Caller,
     cache::CacheSlot,
@@ -84,6 +85,22 @@ impl RetryAfterSlot {
     pub(crate) fn get(&self) -> Option<u64> {
         self.0.get().copied()
     }
+}
+
+/// `answer`, with a refusal the client caused (`-32602` for an unknown resource, tool, prompt or
+/// task, a bad cursor…) noted at info, at most once per 10 s with the number held back: rmcp
+/// logs every error answer at warn, which `rmcp_gaps::QuietRefusals` keeps for server faults.
+/// Only the code: a message may echo the arguments.
+async fn noted<T>(answer: impl Future<Output = Result<T, ErrorData>>) -> Result<T, ErrorData> {
+    static REFUSALS: Sampled = Sampled::per(std::time::Duration::from_secs(10));
+    let answer = answer.await;
+    if let Err(error) = &answer
+        && crate::rmcp_gaps::is_client_refusal(error.code.0)
+        && let Some(held_back) = REFUSALS.allow()
+    {
+        tracing::info!(code = error.code.0, held_back, "request refused");
+    }
+    answer
 }
 
 /// The user's handler, wrapped with serverInfo, cache hints and pagination.
@@ -147,13 +164,16 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: rmcp::model::GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        let Some((tasks, _)) = &self.settings.tasks else {
-            return self.inner.get_task(request, context).await;
-        };
-        let owner = owner_of(&context);
-        let mut result = tasks.get(&owner, &request.task_id).await?;
-        self.settings.stamp(&mut result.meta);
-        Ok(result)
+        noted(async move {
+            let Some((tasks, _)) = &self.settings.tasks else {
+                return self.inner.get_task(request, context).await;
+            };
+            let owner = owner_of(&context);
+            let mut result = tasks.get(&owner, &request.task_id).await?;
+            self.settings.stamp(&mut result.meta);
+            Ok(result)
+        })
+        .await
     }
 
     async fn update_task(
@@ -161,13 +181,16 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: rmcp::model::UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let Some((tasks, _)) = &self.settings.tasks else {
-            return self.inner.update_task(request, context).await;
-        };
-        let owner = owner_of(&context);
-        tasks
-            .update(&owner, &request.task_id, &request.input_responses)
-            .await
+        noted(async move {
+            let Some((tasks, _)) = &self.settings.tasks else {
+                return self.inner.update_task(request, context).await;
+            };
+            let owner = owner_of(&context);
+            tasks
+                .update(&owner, &request.task_id, &request.input_responses)
+                .await
+        })
+        .await
     }
 
     async fn cancel_task(
@@ -175,11 +198,14 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: rmcp::model::CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let Some((tasks, _)) = &self.settings.tasks else {
-            return self.inner.cancel_task(request, context).await;
-        };
-        let owner = owner_of(&context);
-        tasks.cancel(&owner, &request.task_id).await
+        noted(async move {
+            let Some((tasks, _)) = &self.settings.tasks else {
+                return self.inner.cancel_task(request, context).await;
+            };
+            let owner = owner_of(&context);
+            tasks.cancel(&owner, &request.task_id).await
+        })
+        .await
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -225,9 +251,12 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let mut result = self.inner.complete(request, context).await?;
-        self.settings.stamp(&mut result.meta);
-        Ok(result)
+        noted(async move {
+            let mut result = self.inner.complete(request, context).await?;
+            self.settings.stamp(&mut result.meta);
+            Ok(result)
+        })
+        .await
     }
 
     async fn set_level(
@@ -243,13 +272,16 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let mut response = self.inner.get_prompt(request, context).await?;
-        match &mut response {
-            GetPromptResponse::Complete(result) => self.settings.stamp(&mut result.meta),
-            GetPromptResponse::InputRequired(result) => self.settings.stamp(&mut result.meta),
-            _ => {}
-        }
-        Ok(response)
+        noted(async move {
+            let mut response = self.inner.get_prompt(request, context).await?;
+            match &mut response {
+                GetPromptResponse::Complete(result) => self.settings.stamp(&mut result.meta),
+                GetPromptResponse::InputRequired(result) => self.settings.stamp(&mut result.meta),
+                _ => {}
+            }
+            Ok(response)
+        })
+        .await
     }
 
     async fn list_prompts(
@@ -257,18 +289,21 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let list = ListContext::of(&context);
-        let result = self
-            .inner
-            .list_prompts(strip_cursor(&request), context)
-            .await?;
-        self.settings
-            .fingerprint(ListKind::Prompts, &result.prompts)
-            .await;
-        self.settings.learn_names(|names| {
-            names.learn_prompts(result.prompts.iter().map(|p| p.name.as_str()))
-        });
-        self.settings.page(result, request.as_ref(), list, false)
+        noted(async move {
+            let list = ListContext::of(&context);
+            let result = self
+                .inner
+                .list_prompts(strip_cursor(&request), context)
+                .await?;
+            self.settings
+                .fingerprint(ListKind::Prompts, &result.prompts)
+                .await;
+            self.settings.learn_names(|names| {
+                names.learn_prompts(result.prompts.iter().map(|p| p.name.as_str()))
+            });
+            self.settings.page(result, request.as_ref(), list, false)
+        })
+        .await
     }
 
     async fn list_resources(
@@ -276,20 +311,23 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let list = ListContext::of(&context);
-        // Handles are per caller and never enumerated: a server whose only resources are
-        // handle resources lists none.
-        let result = if self.settings.inner_resources || self.settings.resources.is_empty() {
-            self.inner
-                .list_resources(strip_cursor(&request), context)
-                .await?
-        } else {
-            ListResourcesResult::with_all_items(Vec::new())
-        };
-        self.settings.learn_names(|names| {
-            names.learn_resources(result.resources.iter().map(|r| r.uri.as_str()))
-        });
-        self.settings.page(result, request.as_ref(), list, false)
+        noted(async move {
+            let list = ListContext::of(&context);
+            // Handles are per caller and never enumerated: a server whose only resources are
+            // handle resources lists none.
+            let result = if self.settings.inner_resources || self.settings.resources.is_empty() {
+                self.inner
+                    .list_resources(strip_cursor(&request), context)
+                    .await?
+            } else {
+                ListResourcesResult::with_all_items(Vec::new())
+            };
+            self.settings.learn_names(|names| {
+                names.learn_resources(result.resources.iter().map(|r| r.uri.as_str()))
+            });
+            self.settings.page(result, request.as_ref(), list, false)
+        })
+        .await
     }
 
     async fn list_resource_templates(
@@ -297,26 +335,30 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let list = ListContext::of(&context);
-        let mut result = if self.settings.inner_resources || self.settings.resources.is_empty() {
-            self.inner
-                .list_resource_templates(strip_cursor(&request), context)
-                .await?
-        } else {
-            ListResourceTemplatesResult::with_all_items(Vec::new())
-        };
-        result
-            .resource_templates
-            .extend(self.settings.resources.iter().map(|r| r.template().clone()));
-        self.settings.learn_names(|names| {
-            names.learn_resource_templates(
-                result
-                    .resource_templates
-                    .iter()
-                    .map(|t| t.uri_template.as_str()),
-            )
-        });
-        self.settings.page(result, request.as_ref(), list, false)
+        noted(async move {
+            let list = ListContext::of(&context);
+            let mut result = if self.settings.inner_resources || self.settings.resources.is_empty()
+            {
+                self.inner
+                    .list_resource_templates(strip_cursor(&request), context)
+                    .await?
+            } else {
+                ListResourceTemplatesResult::with_all_items(Vec::new())
+            };
+            result
+                .resource_templates
+                .extend(self.settings.resources.iter().map(|r| r.template().clone()));
+            self.settings.learn_names(|names| {
+                names.learn_resource_templates(
+                    result
+                        .resource_templates
+                        .iter()
+                        .map(|t| t.uri_template.as_str()),
+                )
+            });
+            self.settings.page(result, request.as_ref(), list, false)
+        })
+        .await
     }
 
     async fn read_resource(
@@ -324,36 +366,42 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let modern = lists::is_modern(&context);
-        let slot = CacheSlot::of(&context);
-        let from_handle = self
-            .settings
-            .handle_resource(&request.uri)
-            .and_then(|r| r.read(Caller::from_request(&context), &request.uri));
-        let per_caller = from_handle.is_some();
-        let mut response = match from_handle {
-            Some(read) => ReadResourceResponse::Complete(read.await?),
-            None if self.settings.inner_resources || self.settings.resources.is_empty() => {
-                self.inner.read_resource(request, context).await?
-            }
-            // The handler serves no resources of its own: a URI of no template names nothing.
-            None => return Err(handle_resource::not_found(&request.uri)),
-        };
-        match &mut response {
-            ReadResourceResponse::Complete(result) => {
-                (result.ttl_ms, result.cache_scope) = self.settings.hint("resources/read", modern);
-                // A handle is one caller's: no shared cache may keep it, whatever the
-                // deployment configured for resources/read.
-                if per_caller && result.cache_scope.is_some() {
-                    result.cache_scope = Some(RmcpCacheScope::Private);
+        noted(async move {
+            let modern = lists::is_modern(&context);
+            let slot = CacheSlot::of(&context);
+            let from_handle = self
+                .settings
+                .handle_resource(&request.uri)
+                .and_then(|r| r.read(Caller::from_request(&context), &request.uri));
+            let per_caller = from_handle.is_some();
+            let mut response = match from_handle {
+                Some(read) => ReadResourceResponse::Complete(read.await?),
+                None if self.settings.inner_resources || self.settings.resources.is_empty() => {
+                    self.inner.read_resource(request, context).await?
                 }
-                record(slot, result.ttl_ms, result.cache_scope);
-                self.settings.stamp(&mut result.meta);
+                // The handler serves no resources of its own: a URI of no template names nothing.
+                None => return Err(handle_resource::not_found(&request.uri)),
+            };
+            match &mut response {
+                ReadResourceResponse::Complete(result) => {
+                    (result.ttl_ms, result.cache_scope) =
+                        self.settings.hint("resources/read", modern);
+                    // A handle is one caller's: no shared cache may keep it, whatever the
+                    // deployment configured for resources/read.
+                    if per_caller && result.cache_scope.is_some() {
+                        result.cache_scope = Some(RmcpCacheScope::Private);
+                    }
+                    record(slot, result.ttl_ms, result.cache_scope);
+                    self.settings.stamp(&mut result.meta);
+                }
+                ReadResourceResponse::InputRequired(result) => {
+                    self.settings.stamp(&mut result.meta)
+                }
+                _ => {}
             }
-            ReadResourceResponse::InputRequired(result) => self.settings.stamp(&mut result.meta),
-            _ => {}
-        }
-        Ok(response)
+            Ok(response)
+        })
+        .await
     }
 
     fn accepted_subscription_filter(
@@ -412,31 +460,35 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let round = context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|p| p.extensions.get::<RoundInProcess>())
-            .cloned();
-        if let Some(round) = round {
-            let request_ct = context.ct.clone();
-            let call = self.inner.call_tool(request, context);
-            let mut response = crate::tasks::until_stopped(&round.stop, &request_ct, call).await?;
-            self.stamp_response(&mut response);
-            return Ok(response);
-        }
-        if let Some((tasks, policies)) = &self.settings.tasks {
-            let intake = policies
-                .intake(tasks, &request, &context)
-                .await
-                .inspect_err(|error| RetryAfterSlot::record(&context, error))?;
-            if let Intake::Task(mut created) = intake {
-                self.settings.stamp(&mut created.meta);
-                return Ok(CallToolResponse::Task(created));
+        noted(async move {
+            let round = context
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|p| p.extensions.get::<RoundInProcess>())
+                .cloned();
+            if let Some(round) = round {
+                let request_ct = context.ct.clone();
+                let call = self.inner.call_tool(request, context);
+                let mut response =
+                    crate::tasks::until_stopped(&round.stop, &request_ct, call).await?;
+                self.stamp_response(&mut response);
+                return Ok(response);
             }
-        }
-        let mut response = self.inner.call_tool(request, context).await?;
-        self.stamp_response(&mut response);
-        Ok(response)
+            if let Some((tasks, policies)) = &self.settings.tasks {
+                let intake = policies
+                    .intake(tasks, &request, &context)
+                    .await
+                    .inspect_err(|error| RetryAfterSlot::record(&context, error))?;
+                if let Intake::Task(mut created) = intake {
+                    self.settings.stamp(&mut created.meta);
+                    return Ok(CallToolResponse::Task(created));
+                }
+            }
+            let mut response = self.inner.call_tool(request, context).await?;
+            self.stamp_response(&mut response);
+            Ok(response)
+        })
+        .await
     }
 
     async fn list_tools(
@@ -444,27 +496,31 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let list = ListContext::of(&context);
-        let mut result = self
-            .inner
-            .list_tools(strip_cursor(&request), context)
-            .await?;
-        self.settings
-            .fingerprint(ListKind::Tools, &result.tools)
-            .await;
-        self.settings
-            .learn_names(|names| names.learn_tools(result.tools.iter().map(|t| t.name.as_ref())));
-        let filtered = self
-            .settings
-            .filter_tools(list.principal.as_ref(), &mut result.tools);
-        // The list depends on who asks: shared caches must not reuse it.
-        let mut page = self
-            .settings
-            .page(result, request.as_ref(), list, filtered)?;
-        for tool in &mut page.tools {
-            self.settings.portable.apply(tool);
-        }
-        Ok(page)
+        noted(async move {
+            let list = ListContext::of(&context);
+            let mut result = self
+                .inner
+                .list_tools(strip_cursor(&request), context)
+                .await?;
+            self.settings
+                .fingerprint(ListKind::Tools, &result.tools)
+                .await;
+            self.settings.learn_names(|names| {
+                names.learn_tools(result.tools.iter().map(|t| t.name.as_ref()))
+            });
+            let filtered = self
+                .settings
+                .filter_tools(list.principal.as_ref(), &mut result.tools);
+            // The list depends on who asks: shared caches must not reuse it.
+            let mut page = self
+                .settings
+                .page(result, request.as_ref(), list, filtered)?;
+            for tool in &mut page.tools {
+                self.settings.portable.apply(tool);
+            }
+            Ok(page)
+        })
+        .await
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -476,7 +532,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: CustomRequest,
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        self.inner.on_custom_request(request, context).await
+        noted(async move { self.inner.on_custom_request(request, context).await }).await
     }
 
     async fn on_cancelled(

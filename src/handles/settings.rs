@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | `MCP_HANDLE_TTL_SECS` | `86400` | inactivity expiry of handles |
 //! | `MCP_HANDLES_TABLE` | none (in memory) | the DynamoDB table (name or ARN) that keeps handles, laid out as `infra/handles-table.json` (feature `dynamodb`) |
+//! | `MCP_HANDLES_PAGE_SIZE` | `50` | handles per page of [`Handles::list`](super::Handles::list), 1 to 100 |
 //! | `MCP_AWS_*_TIMEOUT_MS` | see [`AwsTimeouts`](crate::aws::AwsTimeouts) | timeouts of every DynamoDB call |
 
 use std::{sync::Arc, time::Duration};
@@ -34,6 +35,9 @@ pub struct HandleSettings {
     /// handles it keeps using outlive their window, so over time it can hold more. With auth
     /// off every client is the same anonymous caller, so none applies.
     pub max_per_caller: u32,
+    /// Handles per page of [`Handles::list`](super::Handles::list)
+    /// (`MCP_HANDLES_PAGE_SIZE`, 1 to [`MAX_LIST_PAGE`](super::MAX_LIST_PAGE)).
+    pub page_size: usize,
     /// Whether the process runs on Lambda, where in-memory handles do not survive.
     on_lambda: bool,
 }
@@ -77,6 +81,12 @@ impl HandleSettings {
                 1..=10_000_000,
                 "a whole number between 1 and 10000000, e.g. 1000",
             )? as u32,
+            page_size: env.number(
+                "MCP_HANDLES_PAGE_SIZE",
+                super::DEFAULT_PAGE_SIZE as u64,
+                1..=super::MAX_LIST_PAGE as u64,
+                "a whole number between 1 and 100, e.g. 50",
+            )? as usize,
             on_lambda: env.mode() == Mode::Lambda,
         })
     }

@@ -9,7 +9,7 @@ from mcp.client.client import Client
 
 pytestmark = pytest.mark.anyio
 
-BASKET_TOOLS = {"create_basket", "add_item", "remove_item", "view_basket", "checkout", "place_order"}
+BASKET_TOOLS = {"create_basket", "add_item", "remove_item", "view_basket", "checkout", "place_order", "list_baskets"}
 
 
 def structured(result):
