@@ -49,6 +49,14 @@ config = tomllib.load(open("starter/samconfig.toml", "rb"))["default"]
 assert config["build"]["parameters"]["parameter_overrides"] == config["deploy"]["parameters"]["parameter_overrides"], config
 assert config["deploy"]["parameters"]["capabilities"].split() == ["CAPABILITY_IAM"], "the templates make IAM roles and use no macro but SAM's"
 PY
+check profiles-are-mcp-lambdas python3 - <<'PY'
+import tomllib
+ours = tomllib.load(open("Cargo.toml", "rb"))["profile"]
+theirs = tomllib.load(open("starter/Cargo.toml", "rb"))["profile"]
+for name in ("release", "quick"):
+    assert theirs.get(name) == ours.get(name), (name, theirs.get(name), ours.get(name))
+assert theirs["quick"]["inherits"] == "release" and theirs["quick"]["lto"] == "thin", theirs["quick"]
+PY
 
 # The copy, its registry requirement pointed at this checkout.
 # Rendered as a user renders it: every file of starter/ but the template's own configuration
