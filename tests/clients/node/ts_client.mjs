@@ -69,9 +69,9 @@ await check('ts: connects in modern mode (2026-07-28)', async () => {
   return `${era} ${version}`;
 });
 
-await check('ts: tools/list lists the six basket tools', async () => {
+await check('ts: tools/list lists the seven basket tools', async () => {
   const names = (await client.listTools()).tools.map((t) => t.name).sort();
-  const want = ['add_item', 'checkout', 'create_basket', 'place_order', 'remove_item', 'view_basket'];
+  const want = ['add_item', 'checkout', 'create_basket', 'list_baskets', 'place_order', 'remove_item', 'view_basket'];
   expect(same(names, want), `got ${names.join(',')}`);
   return names.join(',');
 });
@@ -104,6 +104,14 @@ await check('ts: add_item with request_id null (the schema allows null) adds the
 await check('ts: view_basket shows every line', async () => {
   const basket = await call('view_basket', { basket_id: basketId });
   expect(same(lines(basket), ['A-1 x 3', 'B-2 x 3']) && basket.total_quantity === 6, JSON.stringify(basket));
+});
+
+await check('ts: list_baskets lists the basket with its lines, and refuses a forged cursor', async () => {
+  const listed = await call('list_baskets', { cursor: null });
+  const mine = (listed.baskets ?? []).find((b) => b.basket_id === basketId);
+  expect(mine && same(lines(mine), ['A-1 x 3', 'B-2 x 3']), JSON.stringify(listed));
+  const forged = await client.callTool({ name: 'list_baskets', arguments: { cursor: 'AAAA' } });
+  expect(forged.isError && JSON.stringify(forged.content).includes('cursor'), JSON.stringify(forged));
 });
 
 try {
