@@ -59,7 +59,7 @@ use serde_json::{Value, json};
 use support::basket;
 
 /// How many tools the basket lists (`tools/list`).
-const BASKET_TOOLS: usize = 6;
+const BASKET_TOOLS: usize = 7;
 
 const VERSION: &str = "2026-07-28";
 const SKUS: &[&str] = &["TEA-001", "MUG", "cake_2", "SPOON-9", "jam"];
