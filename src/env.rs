@@ -1,5 +1,6 @@
 //! Reading settings from the environment: where the process runs, the small
-//! parsers every concept shares, and [`ConfigError`].
+//! parsers every concept shares, [`ConfigError`], and the wall clock the stores
+//! and the task engine read (epoch milliseconds).
 //!
 //! Each concept reads its own variables into its own settings type (the HTTP
 //! front in `http::settings`, handles in `handles::settings`, auth in
@@ -8,9 +9,23 @@
 //! names the variable, so a bad value stops start-up with one line that says
 //! what was expected.
 
+use std::time::{SystemTime, UNIX_EPOCH};
 use std::{fmt, ops::RangeInclusive, time::Duration};
 
 use thiserror::Error;
+
+/// `time` in milliseconds since the Unix epoch (0 for times before it).
+pub(crate) fn epoch_ms(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Now, in milliseconds since the Unix epoch: every expiry, lease and timestamp the stores
+/// write.
+pub(crate) fn now_ms() -> u64 {
+    epoch_ms(SystemTime::now())
+}
 
 /// Where the process is running, decided by `AWS_LAMBDA_RUNTIME_API`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

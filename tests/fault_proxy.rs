@@ -489,7 +489,7 @@ async fn rules_match_by_body_and_end_with_their_window() {
             .expression_attribute_values(expression.rsplit(' ').next().unwrap(), value)
             .send()
     };
-    // As a task's finish and cancel writes differ (src/tasks/dynamodb.rs).
+    // As a task's finish and cancel writes differ (src/tasks/dynamodb/mod.rs).
     let finish = || {
         update(
             "SET #state = :state",

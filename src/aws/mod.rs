@@ -1,6 +1,9 @@
-//! AWS plumbing shared by the stores on the DynamoDB handles table (handles, tasks, the change
-//! feed: their client and its meter, the items' attributes in `item.rs`, and there what a failed
-//! call was for the handle and task stores) and the request-state key loader.
+//! AWS plumbing shared by the stores on the one DynamoDB table (handles, tasks, the change
+//! feed: the table itself in `table.rs` — client and name, key prefixes, creation and warm-up,
+//! the conflict-retried counted transaction; the client's meter; the items' attributes in
+//! `item.rs`, and there what a failed call was for the handle and task stores) and the
+//! request-state key loader. The stores sit side by side over `table.rs` and take nothing from
+//! each other's internals.
 //!
 //! One HTTP stack for the SDK (hyper 1 + rustls on `ring`: no `aws-lc-sys`, no second TLS
 //! library) and the configured timeouts on every call. DynamoDB calls are retried by one
@@ -35,6 +38,8 @@ pub(crate) mod retry;
 pub(crate) mod secrets;
 #[cfg(feature = "aws-secrets")]
 pub(crate) mod signed;
+#[cfg(feature = "dynamodb")]
+pub(crate) mod table;
 #[cfg(feature = "dynamodb")]
 pub use meter::DynamoDbMeter;
 pub use usage::DynamoDbUsage;

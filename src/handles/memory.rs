@@ -9,9 +9,10 @@ use std::time::{Duration, SystemTime};
 use futures::future::{self, BoxFuture, FutureExt};
 
 use super::{
-    CallerQuota, Handle, HandleError, HandleId, HandlePage, HandleStore, ListPosition, epoch_ms,
-    expiry_ms, validate, validate_list,
+    CallerQuota, Handle, HandleError, HandleId, HandlePage, HandleStore, ListPosition, expiry_ms,
+    validate, validate_list,
 };
+use crate::env::epoch_ms;
 
 /// Live handles the store holds before it refuses new ones (after first dropping expired ones).
 const DEFAULT_CAPACITY: usize = 100_000;

@@ -81,11 +81,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use futures::future::BoxFuture;
 
 #[cfg(feature = "dynamodb")]
-pub(crate) use dynamodb::CountedCancel;
+pub use crate::aws::table::{OWNER_INDEX, TABLE_DEFINITION};
 #[cfg(feature = "dynamodb")]
-pub(crate) use dynamodb::partition_key;
-#[cfg(feature = "dynamodb")]
-pub use dynamodb::{DynamoDbHandleStore, OWNER_INDEX, TABLE_DEFINITION, TOMBSTONE_TTL};
+pub use dynamodb::{DynamoDbHandleStore, TOMBSTONE_TTL};
 pub use id::{HandleId, ParseHandleIdError};
 pub use memory::MemoryHandleStore;
 pub use quota::CallerQuota;
@@ -519,13 +517,6 @@ pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
 /// When something touched at `now_ms` expires after `ttl`.
 pub(crate) fn expiry_ms(now_ms: u64, ttl: Duration) -> u64 {
     now_ms.saturating_add(ttl_ms(ttl))
-}
-
-/// `time` in milliseconds since the Unix epoch (0 for times before it).
-pub(crate) fn epoch_ms(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

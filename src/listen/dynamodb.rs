@@ -22,7 +22,7 @@
 //! random when the feed is made. Copy 0 is the item earlier versions read and write.
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
@@ -32,7 +32,8 @@ use super::{Change, ChangeFeed, Changes, FeedError, ListKind, Mark, Observed, ST
 use crate::aws::AwsTimeouts;
 use crate::aws::TableError;
 use crate::aws::item::{self, Item, n, number, text};
-use crate::aws::retry;
+use crate::aws::table::{PK, Table, handle_key, list_key, resource_key, task_key};
+use crate::env::now_ms;
 
 /// How long a resource's feed item outlives its last publish (the table's TTL sweeps it).
 pub const RESOURCE_ITEM_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -47,43 +48,26 @@ pub const LIST_COPIES: usize = 16;
 /// A [`ChangeFeed`] on the handles table, shared by every instance.
 #[derive(Debug, Clone)]
 pub struct DynamoDbFeed {
-    client: Client,
-    table: String,
+    table: Table,
     /// Which copy of the list items this process reads.
     copy: usize,
 }
 
 pub(super) async fn open(table: &str, timeouts: &AwsTimeouts) -> Result<Changes, TableError> {
     // The handle store's client: one connection pool, warmed at start-up by its first read.
-    let sdk = crate::aws::regional_config(timeouts, STORE, table).await?;
-    Ok(Changes::new(DynamoDbFeed::new(
-        crate::aws::dynamodb_client(&sdk),
-        table,
+    Ok(Changes::new(DynamoDbFeed::on(
+        Table::open(STORE, table, timeouts).await?,
     )))
-}
-
-/// The key of `list`'s copy `copy` (copy 0 is the item without a suffix).
-fn list_key(list: ListKind, copy: usize) -> String {
-    match copy {
-        0 => format!("l#{}", list.name()),
-        copy => format!("l#{}#{copy}", list.name()),
-    }
 }
 
 /// The key of a watched item; lists at copy `copy`.
 fn key(watch: &Watch, copy: usize) -> String {
     match watch {
-        Watch::List(list) => list_key(*list, copy),
-        Watch::Resource(uri) => format!("r#{uri}"),
-        Watch::Handle { id, .. } => crate::handles::partition_key(*id),
-        Watch::Task { id, .. } => format!("t#{id}"),
+        Watch::List(list) => list_key(list.name(), copy),
+        Watch::Resource(uri) => resource_key(uri),
+        Watch::Handle { id, .. } => handle_key(id),
+        Watch::Task { id, .. } => task_key(id),
     }
-}
-
-fn now() -> Duration {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
 }
 
 /// What one item says about the watch it answers.
@@ -95,7 +79,7 @@ fn observe(watch: &Watch, item: Option<&Item>) -> Observed {
         Watch::Handle { owner, .. } => {
             let live = text(item, "owner") == Some(owner.as_str())
                 && !matches!(item.get("deleted"), Some(AttributeValue::Bool(true)))
-                && number(item, "expires_at_ms").is_some_and(|e| u128::from(e) > now().as_millis());
+                && number(item, "expires_at_ms").is_some_and(|e| e > now_ms());
             if live {
                 // The last write, not the version: a touch (which only slides the expiry)
                 // bumps the version but is no change of the resource.
@@ -108,8 +92,7 @@ fn observe(watch: &Watch, item: Option<&Item>) -> Observed {
             }
         }
         Watch::Task { owner, .. } => {
-            let now_ms = u64::try_from(now().as_millis()).unwrap_or(u64::MAX);
-            match crate::tasks::dynamodb::view(item, owner, now_ms) {
+            match crate::tasks::dynamodb::view(item, owner, now_ms()) {
                 Ok(Some(task)) => Observed::Task(Box::new(task)),
                 Ok(None) => Observed::Absent,
                 // Malformed (already logged by the task store's parser): read again next poll.
@@ -147,12 +130,15 @@ fn projected(watches: &[Watch]) -> Vec<&'static str> {
 impl DynamoDbFeed {
     /// A feed on `table` (the handles table, laid out as `infra/handles-table.json`).
     pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self::on(Table::new(client, table))
+    }
+
+    fn on(table: Table) -> Self {
         let mut byte = [0u8; 1];
         // Any spread will do; a failed draw reads copy 0.
         let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut byte);
         Self {
-            client,
-            table: table.into(),
+            table,
             copy: usize::from(byte[0]) % LIST_COPIES,
         }
     }
@@ -165,52 +151,43 @@ impl DynamoDbFeed {
         expression: &str,
         values: &Item,
     ) -> Result<(), FeedError> {
-        use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
         use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
-        let unavailable = |error: &dyn std::fmt::Display| FeedError::Unavailable(error.to_string());
-        let mut attempt = 1;
-        loop {
-            let mut request = self.client.transact_write_items();
-            for copy in 0..LIST_COPIES {
-                let update = Update::builder()
-                    .table_name(&self.table)
-                    .key("pk", AttributeValue::S(list_key(list, copy)))
-                    .update_expression(expression)
-                    .set_expression_attribute_values(Some(values.clone()))
-                    .build()
-                    .map_err(|error| FeedError::Invalid(error.to_string()))?;
-                request =
-                    request.transact_items(TransactWriteItem::builder().update(update).build());
-            }
-            let Err(error) = retry::send(&self.client, || request.clone().send())
-                .await
-                .result
-            else {
-                return Ok(());
-            };
-            let conflict = matches!(
-                error.as_service_error(),
-                Some(TransactWriteItemsError::TransactionCanceledException(cancelled))
-                    if crate::handles::CountedCancel::of(cancelled).conflict
-            );
-            if !conflict || attempt == retry::CONFLICT_ATTEMPTS {
-                return Err(unavailable(&item::brief(&error)));
-            }
-            retry::conflict_pause(attempt).await;
-            attempt += 1;
-        }
+        let sent = self
+            .table
+            .transact(|_| {
+                let mut request = self.table.client().transact_write_items();
+                for copy in 0..LIST_COPIES {
+                    let update = Update::builder()
+                        .table_name(self.table.name())
+                        .key(PK, AttributeValue::S(list_key(list.name(), copy)))
+                        .update_expression(expression)
+                        .set_expression_attribute_values(Some(values.clone()))
+                        .build()
+                        .map_err(|error| FeedError::Invalid(error.to_string()))?;
+                    request =
+                        request.transact_items(TransactWriteItem::builder().update(update).build());
+                }
+                Ok(request)
+            })
+            .await?;
+        sent.result
+            .map(drop)
+            .map_err(|error| FeedError::Unavailable(item::brief(&error)))
     }
 
     /// The fingerprint of `list` this process's copy holds.
     async fn stored_fingerprint(&self, list: ListKind) -> Result<Option<String>, FeedError> {
         let request = self
-            .client
+            .table
+            .client()
             .get_item()
-            .table_name(&self.table)
-            .key("pk", AttributeValue::S(list_key(list, self.copy)))
+            .table_name(self.table.name())
+            .key(PK, AttributeValue::S(list_key(list.name(), self.copy)))
             .projection_expression("fp")
             .consistent_read(true);
-        let output = retry::send(&self.client, || request.clone().send())
+        let output = self
+            .table
+            .send(|| request.clone().send())
             .await
             .result
             .map_err(|error| FeedError::Unavailable(item::brief(&error)))?;
@@ -222,13 +199,15 @@ impl DynamoDbFeed {
 
     async fn update(&self, pk: String, expression: &str, values: Item) -> Result<(), FeedError> {
         let request = self
-            .client
+            .table
+            .client()
             .update_item()
-            .table_name(&self.table)
-            .key("pk", AttributeValue::S(pk))
+            .table_name(self.table.name())
+            .key(PK, AttributeValue::S(pk))
             .update_expression(expression)
             .set_expression_attribute_values(Some(values));
-        retry::send(&self.client, || request.clone().send())
+        self.table
+            .send(|| request.clone().send())
             .await
             .result
             .map(|_| ())
@@ -255,7 +234,7 @@ impl ChangeFeed for DynamoDbFeed {
                             super::MAX_URI_BYTES
                         )));
                     }
-                    let expires = (now() + RESOURCE_ITEM_TTL).as_secs();
+                    let expires = (now_ms() / 1000) + RESOURCE_ITEM_TTL.as_secs();
                     self.update(
                         key(&Watch::Resource(uri.clone()), self.copy),
                         "ADD version :one SET expires_at = :expires",
@@ -324,17 +303,20 @@ impl ChangeFeed for DynamoDbFeed {
                 .build()
                 .map_err(|error| FeedError::Invalid(error.to_string()))?;
             let request = self
-                .client
+                .table
+                .client()
                 .batch_get_item()
-                .request_items(&self.table, request);
-            let output = retry::send(&self.client, || request.clone().send())
+                .request_items(self.table.name(), request);
+            let output = self
+                .table
+                .send(|| request.clone().send())
                 .await
                 .result
                 .map_err(|error| FeedError::Unavailable(item::brief(&error)))?;
             let mut items: HashMap<String, Item> = HashMap::new();
             for item in output
                 .responses()
-                .and_then(|r| r.get(&self.table))
+                .and_then(|r| r.get(self.table.name()))
                 .into_iter()
                 .flatten()
             {
@@ -344,7 +326,7 @@ impl ChangeFeed for DynamoDbFeed {
             }
             let unprocessed: Vec<String> = output
                 .unprocessed_keys()
-                .and_then(|u| u.get(&self.table))
+                .and_then(|u| u.get(self.table.name()))
                 .map(|k| {
                     k.keys()
                         .iter()

@@ -43,8 +43,6 @@ pub(crate) use stop::until_stopped;
 pub use store::{CallerQuota, RoundEnd, TaskError, TaskStore};
 pub(crate) use view::client_view;
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 /// Whether a tool may run as a task: the handler's choice, per tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TaskPolicy {
@@ -63,12 +61,7 @@ pub enum TaskPolicy {
     RequiredAfterInput,
 }
 
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub(crate) use crate::env::now_ms;
 
 /// Applies a round's end to a task (every store keeps the same transitions).
 pub(crate) fn apply_end(task: &mut TaskRecord, round: u32, end: &RoundEnd, now_ms: u64) {

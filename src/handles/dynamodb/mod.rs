@@ -60,45 +60,29 @@
 //! [`touch`](HandleStore::touch) can, since it bumps the version that every pending write is
 //! conditioned on, so once it has answered, no write issued before it can land.
 
+mod item;
+
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, CreateGlobalSecondaryIndexAction,
-    GlobalSecondaryIndex, GlobalSecondaryIndexUpdate, IndexStatus, KeySchemaElement, KeyType,
-    Projection, ProjectionType, ReturnValue, ReturnValuesOnConditionCheckFailure,
-    ScalarAttributeType, TableStatus, TimeToLiveSpecification,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use futures::future::{BoxFuture, FutureExt};
 
+use self::item::{
+    DELETED, HISTORY_SHIFT_UPDATE, OWNER_KIND, corrupt, failure, indeterminate, is_tombstone,
+    live_old, parse, version_of, write_history,
+};
 use super::{
     CallerQuota, Handle, HandleError, HandleId, HandlePage, HandleStore, ListPosition, STORE,
-    epoch_ms, expiry_ms, validate, validate_list,
+    expiry_ms, validate, validate_list,
 };
-use crate::aws::AwsTimeouts;
-use crate::aws::TableError;
-use crate::aws::item::{self, Failure, Item, n, s};
-use crate::aws::retry::{self, CONFLICT_ATTEMPTS, conflict_pause};
-
-/// The table definition, as CloudFormation `AWS::DynamoDB::Table` properties: the one copy in
-/// `infra/handles-table.json`, used by [`DynamoDbHandleStore::create_table`] (tests, local
-/// development) and by the deployment template.
-pub const TABLE_DEFINITION: &str = include_str!("../../infra/handles-table.json");
-
-/// The partition key attribute.
-const PK: &str = "pk";
-
-/// The owner index's partition key attribute: the owner and the kind.
-const OWNER_KIND: &str = "owner_kind";
-
-/// The owner index (`infra/handles-table.json`): one owner's handles of one kind, newest first.
-pub const OWNER_INDEX: &str = "by-owner";
-
-/// The tombstone marker attribute.
-const DELETED: &str = "deleted";
+use crate::aws::item::{self as aws_item, Item, n, s};
+use crate::aws::table::{Cancellation, Counted, OWNER_INDEX, PK, Table, handle_key, quota_key};
+use crate::aws::{AwsTimeouts, TableError};
+use crate::env::now_ms;
 
 /// How long a deleted handle's tombstone is kept (its `expires_at`, for the TTL sweep). It
 /// only has to outlive the retries of the delete, which end within the operation timeout.
@@ -121,15 +105,14 @@ pub const TOMBSTONE_TTL: Duration = Duration::from_secs(300);
 /// ```
 #[derive(Clone)]
 pub struct DynamoDbHandleStore {
-    client: Client,
-    table: Arc<str>,
+    table: Table,
     quota: Option<CallerQuota>,
 }
 
 impl fmt::Debug for DynamoDbHandleStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DynamoDbHandleStore")
-            .field("table", &self.table)
+            .field("table", &self.table.name())
             .finish_non_exhaustive()
     }
 }
@@ -141,9 +124,10 @@ pub(super) async fn open(
     timeouts: &AwsTimeouts,
     quota: CallerQuota,
 ) -> Result<Arc<dyn HandleStore>, TableError> {
-    let sdk = crate::aws::regional_config(timeouts, STORE, table).await?;
-    let store =
-        DynamoDbHandleStore::new(crate::aws::dynamodb_client(&sdk), table).with_caller_quota(quota);
+    let store = DynamoDbHandleStore {
+        table: Table::open(STORE, table, timeouts).await?,
+        quota: Some(quota),
+    };
     let started = std::time::Instant::now();
     match store.warm_up().await {
         Ok(()) => tracing::info!(
@@ -166,8 +150,7 @@ impl DynamoDbHandleStore {
     /// A store on `table` (a name or an ARN) through `client`. Makes no request.
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
-            client,
-            table: Arc::from(table.into()),
+            table: Table::new(client, table),
             quota: None,
         }
     }
@@ -182,7 +165,7 @@ impl DynamoDbHandleStore {
 
     /// The table name or ARN.
     pub fn table(&self) -> &str {
-        &self.table
+        self.table.name()
     }
 
     /// Reads one item that never exists (`pk = "h#warm-up"`): checks that the table exists,
@@ -205,49 +188,7 @@ impl DynamoDbHandleStore {
     /// [`check_table`](Self::check_table), telling whether a failure is the endpoint being away
     /// (`true`: timeout, connection refused) rather than a configuration mistake.
     pub(crate) async fn warm_up(&self) -> Result<(), (bool, TableError)> {
-        let fail = |reason: String| TableError::new(STORE, self.table.as_ref(), reason);
-        let request = self
-            .client
-            .get_item()
-            .table_name(self.table.as_ref())
-            .key(PK, s("h#warm-up"));
-        let Err(e) = retry::send(&self.client, || request.clone().send())
-            .await
-            .result
-        else {
-            return Ok(());
-        };
-        let code = e.as_service_error().and_then(|s| s.code());
-        Err(match (&e, code) {
-            (_, Some("ResourceNotFoundException")) => (
-                false,
-                fail(
-                    "not found: create it from infra/handles-table.json, or check \
-                     MCP_HANDLES_TABLE and AWS_REGION"
-                        .into(),
-                ),
-            ),
-            (_, Some("ValidationException")) => (
-                false,
-                fail(format!(
-                    "its key is not the string partition key pk of infra/handles-table.json ({})",
-                    e.as_service_error().and_then(|s| s.message()).unwrap_or("")
-                )),
-            ),
-            (_, Some("AccessDeniedException")) => (
-                false,
-                fail(format!(
-                    "this role may not read it: allow dynamodb:GetItem, PutItem and UpdateItem \
-                     on the table ({})",
-                    e.as_service_error().and_then(|s| s.message()).unwrap_or("")
-                )),
-            ),
-            (SdkError::TimeoutError(_) | SdkError::DispatchFailure(_), _) => (
-                true,
-                fail(format!("cannot reach DynamoDB: {}", item::brief(&e))),
-            ),
-            _ => (false, fail(format!("cannot read it: {}", item::brief(&e)))),
-        })
+        self.table.warm_up(STORE).await
     }
 
     /// Creates `table` as `infra/handles-table.json` describes (key schema, on-demand billing,
@@ -259,154 +200,9 @@ impl DynamoDbHandleStore {
     /// [`HandleError::Unavailable`] when DynamoDB refuses or cannot be reached, or the table
     /// does not become active within 30 s.
     pub async fn create_table(client: &Client, table: &str) -> Result<(), HandleError> {
-        let definition: serde_json::Value =
-            serde_json::from_str(TABLE_DEFINITION).expect("infra/handles-table.json is JSON");
-        let text = |v: &serde_json::Value, field: &str| -> String {
-            v[field].as_str().unwrap_or_default().to_owned()
-        };
-        let mut request = client
-            .create_table()
-            .table_name(table)
-            .billing_mode(BillingMode::from(text(&definition, "BillingMode").as_str()));
-        let attributes = definition["AttributeDefinitions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|a| {
-                AttributeDefinition::builder()
-                    .attribute_name(text(a, "AttributeName"))
-                    .attribute_type(ScalarAttributeType::from(text(a, "AttributeType").as_str()))
-                    .build()
-                    .map_err(|e| HandleError::Invalid(e.to_string()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        request = request.set_attribute_definitions(Some(attributes.clone()));
-        let key_schema = |keys: &serde_json::Value| -> Result<Vec<KeySchemaElement>, HandleError> {
-            keys.as_array()
-                .into_iter()
-                .flatten()
-                .map(|k| {
-                    KeySchemaElement::builder()
-                        .attribute_name(text(k, "AttributeName"))
-                        .key_type(KeyType::from(text(k, "KeyType").as_str()))
-                        .build()
-                        .map_err(|e| HandleError::Invalid(e.to_string()))
-                })
-                .collect()
-        };
-        request = request.set_key_schema(Some(key_schema(&definition["KeySchema"])?));
-        let mut indexes = Vec::new();
-        for index in definition["GlobalSecondaryIndexes"]
-            .as_array()
-            .into_iter()
-            .flatten()
-        {
-            let projection = Projection::builder()
-                .projection_type(ProjectionType::from(
-                    text(&index["Projection"], "ProjectionType").as_str(),
-                ))
-                .build();
-            indexes.push((
-                text(index, "IndexName"),
-                key_schema(&index["KeySchema"])?,
-                projection,
-            ));
-        }
-        for (name, keys, projection) in &indexes {
-            request = request.global_secondary_indexes(
-                GlobalSecondaryIndex::builder()
-                    .index_name(name)
-                    .set_key_schema(Some(keys.clone()))
-                    .projection(projection.clone())
-                    .build()
-                    .map_err(|e| HandleError::Invalid(e.to_string()))?,
-            );
-        }
-        let existed = match request.send().await {
-            Ok(_) => false,
-            Err(e)
-                if e.as_service_error().and_then(|s| s.code())
-                    == Some("ResourceInUseException") =>
-            {
-                true
-            }
-            Err(e) => return Err(unavailable("CreateTable", &e)),
-        };
-        let made = wait_until_active(client, table).await?;
-        // A table made before an index existed in the definition gains it, as a deployed
-        // stack's does on its next update.
-        let missing = indexes.iter().filter(|(name, ..)| {
-            existed
-                && !made
-                    .global_secondary_indexes()
-                    .iter()
-                    .any(|i| i.index_name() == Some(name.as_str()))
-        });
-        for (name, keys, projection) in missing {
-            let action = CreateGlobalSecondaryIndexAction::builder()
-                .index_name(name)
-                .set_key_schema(Some(keys.clone()))
-                .projection(projection.clone())
-                .build()
-                .map_err(|e| HandleError::Invalid(e.to_string()))?;
-            client
-                .update_table()
-                .table_name(table)
-                .set_attribute_definitions(Some(attributes.clone()))
-                .global_secondary_index_updates(
-                    GlobalSecondaryIndexUpdate::builder().create(action).build(),
-                )
-                .send()
-                .await
-                .map_err(|e| unavailable("UpdateTable", &e))?;
-            wait_until_active(client, table).await?;
-        }
-        let ttl = &definition["TimeToLiveSpecification"];
-        if ttl["Enabled"] == true {
-            let spec = TimeToLiveSpecification::builder()
-                .attribute_name(text(ttl, "AttributeName"))
-                .enabled(true)
-                .build()
-                .map_err(|e| HandleError::Invalid(e.to_string()))?;
-            match client
-                .update_time_to_live()
-                .table_name(table)
-                .time_to_live_specification(spec)
-                .send()
-                .await
-            {
-                Ok(_) => {}
-                // Already enabled (the table existed).
-                Err(e)
-                    if e.as_service_error().and_then(|s| s.code())
-                        == Some("ValidationException") => {}
-                Err(e) => return Err(unavailable("UpdateTimeToLive", &e)),
-            }
-        }
-        Ok(())
-    }
-
-    /// A new handle's item: its attributes at version 1, under `write_id`.
-    fn new_item(handle: &Handle, write_id: &str) -> Item {
-        Item::from([
-            (PK.to_owned(), s(partition_key(handle.id))),
-            ("owner".to_owned(), s(&handle.owner)),
-            ("kind".to_owned(), s(&handle.kind)),
-            (
-                OWNER_KIND.to_owned(),
-                s(owner_kind(&handle.owner, &handle.kind)),
-            ),
-            ("data".to_owned(), s(handle.data.to_string())),
-            ("version".to_owned(), n(1)),
-            ("created_at".to_owned(), n(handle.created_at_ms)),
-            ("expires_at".to_owned(), n(handle.expires_at_secs())),
-            ("expires_at_ms".to_owned(), n(handle.expires_at_ms)),
-            ("write_id".to_owned(), s(write_id)),
-        ])
-    }
-
-    fn key(id: HandleId) -> (String, AttributeValue) {
-        (PK.to_owned(), AttributeValue::S(partition_key(id)))
+        crate::aws::table::create(client, table, STORE)
+            .await
+            .map_err(|e| HandleError::Unavailable(e.reason))
     }
 
     /// `create` under the quota: the handle's put and its owner's count for the window
@@ -420,265 +216,56 @@ impl DynamoDbHandleStore {
         write_id: String,
         now: u64,
     ) -> Result<Handle, HandleError> {
-        use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-        use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
+        use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
         let invalid = |e: aws_sdk_dynamodb::error::BuildError| HandleError::Invalid(e.to_string());
         let (window, left) = quota.window_at(now);
+        let count_key = quota_key(
+            Counted::Handles,
+            window,
+            &CallerQuota::owner_digest(&handle.owner),
+        );
+        let count_expires_at = (now + left.as_millis() as u64).div_ceil(1000) + 60;
         let mut write_id = write_id;
         // The owner's count is one item: two of its creates at once conflict, and DynamoDB
-        // cancels one (`TransactionConflict`, which the SDK does not retry). Nothing of a
-        // cancelled transaction was applied, so it is tried again, with a new write id.
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let put = Put::builder()
-                .table_name(self.table.as_ref())
-                .set_item(Some(Self::new_item(&handle, &write_id)))
-                .condition_expression("attribute_not_exists(pk)")
-                .build()
-                .map_err(invalid)?;
-            let owner = CallerQuota::owner_digest(&handle.owner);
-            let count = Update::builder()
-                .table_name(self.table.as_ref())
-                .key(PK, s(format!("q#h#{window}#{owner}")))
-                .update_expression("ADD #n :one SET expires_at = :exp")
-                .condition_expression("attribute_not_exists(#n) OR #n < :max")
-                .expression_attribute_names("#n", "created")
-                .expression_attribute_values(":one", n(1))
-                .expression_attribute_values(":exp", n((now + left.as_millis() as u64) / 1000 + 60))
-                .expression_attribute_values(":max", n(u64::from(quota.max)))
-                .build()
-                .map_err(invalid)?;
-            // The same token again is idempotent for 10 minutes: a repeat of a transaction that
-            // landed succeeds without applying it twice.
-            let request = self
-                .client
-                .transact_write_items()
-                .transact_items(TransactWriteItem::builder().put(put).build())
-                .transact_items(TransactWriteItem::builder().update(count).build())
-                .client_request_token(write_id.clone());
-            let sent = retry::send(&self.client, || request.clone().send()).await;
-            let maybe_applied = sent.maybe_applied;
-            let result = sent.result;
-            let Err(e) = result else {
-                return Ok(handle);
-            };
-            let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) =
-                e.as_service_error()
-            else {
-                return Err(failure("TransactWriteItems", &e, maybe_applied));
-            };
-            let why = CountedCancel::of(cancelled);
-            if why.over_quota {
-                return Err(HandleError::over_quota(&quota, now));
-            } else if why.item_exists {
-                return Err(HandleError::Unavailable(
-                    "a random handle id collided with an existing one; try again".into(),
-                ));
-            } else if !why.conflict || attempt == CONFLICT_ATTEMPTS {
-                return Err(failure("TransactWriteItems", &e, maybe_applied));
-            }
-            conflict_pause(attempt).await;
-            write_id = HandleId::random()?.to_string();
+        // cancels one. Nothing of a cancelled transaction was applied, so it is tried again,
+        // with a new write id: the same token again is idempotent for 10 minutes (a repeat of
+        // a transaction that landed succeeds without applying it twice).
+        let sent = self
+            .table
+            .transact(|attempt| {
+                if attempt > 1 {
+                    write_id = HandleId::random()?.to_string();
+                }
+                let put = Put::builder()
+                    .table_name(self.table.name())
+                    .set_item(Some(item::new_item(&handle, &write_id)))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .build()
+                    .map_err(invalid)?;
+                let count = self
+                    .table
+                    .count_one(count_key.clone(), u64::from(quota.max), count_expires_at)
+                    .map_err(invalid)?;
+                Ok::<_, HandleError>(
+                    self.table
+                        .client()
+                        .transact_write_items()
+                        .transact_items(TransactWriteItem::builder().put(put).build())
+                        .transact_items(TransactWriteItem::builder().update(count).build())
+                        .client_request_token(write_id.clone()),
+                )
+            })
+            .await?;
+        let Err(e) = sent.result else {
+            return Ok(handle);
+        };
+        match Cancellation::of(&e) {
+            Some(why) if why.second_refused => Err(HandleError::over_quota(&quota, now)),
+            Some(why) if why.first_refused => Err(HandleError::Unavailable(
+                "a random handle id collided with an existing one; try again".into(),
+            )),
+            _ => Err(failure("TransactWriteItems", &e, sent.maybe_applied)),
         }
-    }
-}
-
-/// The partition key of a handle's item (the change feed reads handle versions by it).
-pub(crate) fn partition_key(id: HandleId) -> String {
-    format!("h#{id}")
-}
-
-/// The owner index's key of `owner`'s handles of `kind`. The kind's length first, so no two
-/// (kind, owner) pairs spell the same key whatever bytes they hold.
-fn owner_kind(owner: &str, kind: &str) -> String {
-    format!("{}:{kind}:{owner}", kind.len())
-}
-
-/// Waits (30 s at most) until `table` and every index on it are active, and describes it.
-async fn wait_until_active(
-    client: &Client,
-    table: &str,
-) -> Result<aws_sdk_dynamodb::types::TableDescription, HandleError> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let out = client
-            .describe_table()
-            .table_name(table)
-            .send()
-            .await
-            .map_err(|e| unavailable("DescribeTable", &e))?;
-        if let Some(description) = out.table().filter(|t| {
-            t.table_status() == Some(&TableStatus::Active)
-                && t.global_secondary_indexes()
-                    .iter()
-                    .all(|i| i.index_status() == Some(&IndexStatus::Active))
-        }) {
-            return Ok(description.clone());
-        }
-        if tokio::time::Instant::now() > deadline {
-            return Err(HandleError::Unavailable(format!(
-                "table {table} and its indexes did not become active within 30 s"
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-fn now_ms() -> u64 {
-    epoch_ms(SystemTime::now())
-}
-
-/// How many earlier write ids an item remembers (`w1` … `w15`).
-const HISTORY: usize = 15;
-
-/// An update's expression: the new data, version and expiry, its `write_id`, and the write ids
-/// before it moved down one place (`w1` … `w15`; every operand reads the item as it was).
-const HISTORY_SHIFT_UPDATE: &str = "SET #data = :data, #version = #version + :one, \
-     expires_at = :exp, expires_at_ms = :exp_ms, w15 = if_not_exists(w14, :none), w14 = if_not_exists(w13, :none), w13 = if_not_exists(w12, :none), w12 = if_not_exists(w11, :none), w11 = if_not_exists(w10, :none), w10 = if_not_exists(w9, :none), w9 = if_not_exists(w8, :none), w8 = if_not_exists(w7, :none), w7 = if_not_exists(w6, :none), w6 = if_not_exists(w5, :none), w5 = if_not_exists(w4, :none), w4 = if_not_exists(w3, :none), w3 = if_not_exists(w2, :none), w2 = if_not_exists(w1, :none), \
-     w1 = if_not_exists(write_id, :none), write_id = :wid";
-
-/// The write ids an item remembers, newest first: `write_id`, then `w1` … `w15`.
-fn write_history(item: &Item) -> Vec<&str> {
-    std::iter::once("write_id".to_owned())
-        .chain((1..=HISTORY).map(|i| format!("w{i}")))
-        .filter_map(|name| item::text(item, &name))
-        .filter(|w| !w.is_empty())
-        .collect()
-}
-
-/// The version an update's write id says it made (`<version>:<uuid>`); `None` for other ids
-/// (creates, touches' absence, ids written before the tag existed).
-fn version_of(write_id: &str) -> Option<u64> {
-    write_id.split_once(':')?.0.parse().ok()
-}
-
-/// A stored item as a handle, plus its `write_id`.
-fn parse(item: &Item) -> Result<(Handle, Option<String>), HandleError> {
-    let text = |name: &str| item::text(item, name).ok_or_else(|| corrupt(name));
-    let number = |name: &str| item::number(item, name).ok_or_else(|| corrupt(name));
-    let id = text(PK)?
-        .strip_prefix("h#")
-        .and_then(|id| id.parse::<HandleId>().ok())
-        .ok_or_else(|| corrupt(PK))?;
-    let data = serde_json::from_str(text("data")?).map_err(|_| corrupt("data"))?;
-    let handle = Handle {
-        id,
-        owner: text("owner")?.to_owned(),
-        kind: text("kind")?.to_owned(),
-        data,
-        version: number("version")?,
-        created_at_ms: number("created_at")?,
-        expires_at_ms: number("expires_at_ms")?,
-    };
-    let write_id = text("write_id").ok().map(str::to_owned);
-    Ok((handle, write_id))
-}
-
-fn corrupt(attribute: &str) -> HandleError {
-    tracing::error!(attribute, "a handle item in DynamoDB is malformed");
-    HandleError::Unavailable(format!(
-        "a stored handle is malformed (attribute {attribute})"
-    ))
-}
-
-/// Whether `item` is a deleted handle's tombstone.
-fn is_tombstone(item: &Item) -> bool {
-    matches!(item.get(DELETED), Some(AttributeValue::Bool(true)))
-}
-
-/// The old item of a failed conditional write, if it is a live handle of `owner` (not expired,
-/// not a tombstone).
-fn live_old(
-    item: Option<&Item>,
-    owner: &str,
-    now: u64,
-) -> Result<Option<(Handle, Option<String>)>, HandleError> {
-    let Some(item) = item.filter(|i| !is_tombstone(i)) else {
-        return Ok(None);
-    };
-    let (handle, write_id) = parse(item)?;
-    Ok((handle.owner == owner && handle.expires_at_ms > now).then_some((handle, write_id)))
-}
-
-/// A failed SDK call as [`HandleError`]. A read (`attempts` is `None`) or a write no attempt of
-/// which can have landed: bad requests are `Invalid`, everything else (timeouts, unreachable
-/// endpoint, throttling after every retry, missing table, no permission) is
-/// `Unavailable`, with the cause for the logs. A write some attempt of which may have landed is
-/// `Indeterminate`.
-/// Why DynamoDB cancelled a counted create (the item's `Put` first, the count's `Update` second).
-pub(crate) struct CountedCancel {
-    /// The item already exists.
-    pub(crate) item_exists: bool,
-    /// The owner's count is at its quota.
-    pub(crate) over_quota: bool,
-    /// Another transaction on the same items: nothing was applied, try again.
-    pub(crate) conflict: bool,
-}
-
-impl CountedCancel {
-    pub(crate) fn of(
-        cancelled: &aws_sdk_dynamodb::types::error::TransactionCanceledException,
-    ) -> Self {
-        let reasons = cancelled.cancellation_reasons();
-        let failed =
-            |at: usize| reasons.get(at).and_then(|r| r.code()) == Some("ConditionalCheckFailed");
-        Self {
-            item_exists: failed(0),
-            over_quota: failed(1),
-            conflict: reasons
-                .iter()
-                .any(|r| r.code() == Some("TransactionConflict")),
-        }
-    }
-}
-
-fn failure<E, R>(operation: &str, error: &SdkError<E, R>, maybe_applied: bool) -> HandleError
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-    R: fmt::Debug,
-{
-    if maybe_applied {
-        return indeterminate(operation, error);
-    }
-    unavailable(operation, error)
-}
-
-fn indeterminate<E, R>(operation: &str, error: &SdkError<E, R>) -> HandleError
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-    R: fmt::Debug,
-{
-    HandleError::Indeterminate(format!(
-        "DynamoDB {operation} was sent and its answer lost: {}",
-        item::brief(error)
-    ))
-}
-
-/// A failed SDK call that certainly changed nothing, as [`HandleError`].
-fn unavailable<E, R>(operation: &str, error: &SdkError<E, R>) -> HandleError
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-    R: fmt::Debug,
-{
-    match item::failure(error) {
-        Failure::Timeout => HandleError::Unavailable(format!(
-            "DynamoDB {operation} did not complete within the configured timeout"
-        )),
-        Failure::Unreachable => HandleError::Unavailable(format!(
-            "cannot reach DynamoDB for {operation}: {}",
-            item::brief(error)
-        )),
-        Failure::Refused { message } => {
-            HandleError::Invalid(format!("DynamoDB refused {operation}: {message}"))
-        }
-        Failure::Service { code, message } => {
-            HandleError::Unavailable(format!("DynamoDB {operation}: {code}: {message}"))
-        }
-        Failure::Other => HandleError::Unavailable(format!(
-            "DynamoDB {operation} failed: {}",
-            item::brief(error)
-        )),
     }
 }
 
@@ -700,15 +287,16 @@ impl HandleStore for DynamoDbHandleStore {
                 return self.create_counted(handle, quota, write_id, now).await;
             }
             let request = self
-                .client
+                .table
+                .client()
                 .put_item()
-                .table_name(self.table.as_ref())
-                .set_item(Some(Self::new_item(&handle, &write_id)))
+                .table_name(self.table.name())
+                .set_item(Some(item::new_item(&handle, &write_id)))
                 .condition_expression("attribute_not_exists(pk)")
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
                 );
-            let sent = retry::send(&self.client, || request.clone().send()).await;
+            let sent = self.table.send(|| request.clone().send()).await;
             let maybe_applied = sent.maybe_applied;
             let result = sent.result;
             let Err(e) = result else {
@@ -719,7 +307,7 @@ impl HandleStore for DynamoDbHandleStore {
             else {
                 return Err(failure("PutItem", &e, maybe_applied));
             };
-            if c.item().and_then(|i| item::text(i, "write_id")) == Some(write_id.as_str()) {
+            if c.item().and_then(|i| aws_item::text(i, "write_id")) == Some(write_id.as_str()) {
                 // A repeat of a put whose first attempt had already landed.
                 Ok(handle)
             } else {
@@ -741,14 +329,17 @@ impl HandleStore for DynamoDbHandleStore {
             if owner.is_empty() {
                 return Err(HandleError::NotFound);
             }
-            let (pk, pk_value) = Self::key(id);
+            let (pk, pk_value) = item::key(id);
             let request = self
-                .client
+                .table
+                .client()
                 .get_item()
-                .table_name(self.table.as_ref())
+                .table_name(self.table.name())
                 .key(pk, pk_value)
                 .consistent_read(true);
-            let out = retry::send(&self.client, || request.clone().send())
+            let out = self
+                .table
+                .send(|| request.clone().send())
                 .await
                 .result
                 .map_err(|e| failure("GetItem", &e, false))?;
@@ -779,11 +370,12 @@ impl HandleStore for DynamoDbHandleStore {
             let write_id = format!("{made}:{}", HandleId::random()?);
             let now = now_ms();
             let expires_at_ms = expiry_ms(now, ttl);
-            let (pk, pk_value) = Self::key(id);
+            let (pk, pk_value) = item::key(id);
             let request = self
-                .client
+                .table
+                .client()
                 .update_item()
-                .table_name(self.table.as_ref())
+                .table_name(self.table.name())
                 .key(pk, pk_value)
                 .update_expression(HISTORY_SHIFT_UPDATE)
                 .condition_expression(
@@ -807,7 +399,7 @@ impl HandleStore for DynamoDbHandleStore {
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
                 );
-            let sent = retry::send(&self.client, || request.clone().send()).await;
+            let sent = self.table.send(|| request.clone().send()).await;
             let maybe_applied = sent.maybe_applied;
             let result = sent.result;
             let e = match result {
@@ -861,11 +453,12 @@ impl HandleStore for DynamoDbHandleStore {
             validate(owner, None, None, ttl)?;
             let now = now_ms();
             let expires_at_ms = expiry_ms(now, ttl);
-            let (pk, pk_value) = Self::key(id);
+            let (pk, pk_value) = item::key(id);
             let request = self
-                .client
+                .table
+                .client()
                 .update_item()
-                .table_name(self.table.as_ref())
+                .table_name(self.table.name())
                 .key(pk, pk_value)
                 // The version moves too: a write issued before this touch (one whose answer was
                 // lost, possibly still on its way) can no longer land.
@@ -884,7 +477,7 @@ impl HandleStore for DynamoDbHandleStore {
                 .expression_attribute_values(":owner", s(owner))
                 .expression_attribute_values(":now", n(now))
                 .return_values(ReturnValue::AllNew);
-            let sent = retry::send(&self.client, || request.clone().send()).await;
+            let sent = self.table.send(|| request.clone().send()).await;
             let maybe_applied = sent.maybe_applied;
             match sent.result {
                 Ok(out) => {
@@ -919,12 +512,13 @@ impl HandleStore for DynamoDbHandleStore {
             let write_id = HandleId::random()?.to_string();
             let now = now_ms();
             let tombstone_expires_ms = expiry_ms(now, TOMBSTONE_TTL);
-            let (pk, pk_value) = Self::key(id);
+            let (pk, pk_value) = item::key(id);
             // A tombstone rather than DeleteItem: a retried attempt finds its own write_id.
             let mut request = self
-                .client
+                .table
+                .client()
                 .update_item()
-                .table_name(self.table.as_ref())
+                .table_name(self.table.name())
                 .key(pk, pk_value)
                 // Without its owner key the tombstone leaves the owner index.
                 .update_expression(
@@ -952,7 +546,7 @@ impl HandleStore for DynamoDbHandleStore {
                     .expression_attribute_values(":expected", n(version)),
                 None => request.condition_expression(LIVE),
             };
-            let sent = retry::send(&self.client, || request.clone().send()).await;
+            let sent = self.table.send(|| request.clone().send()).await;
             let maybe_applied = sent.maybe_applied;
             let result = sent.result;
             let Err(e) = result else {
@@ -965,8 +559,8 @@ impl HandleStore for DynamoDbHandleStore {
             };
             let old = c.item();
             if let Some(item) = old.filter(|i| is_tombstone(i)) {
-                return if item::text(item, "owner") == Some(owner)
-                    && item::text(item, "write_id") == Some(write_id.as_str())
+                return if aws_item::text(item, "owner") == Some(owner)
+                    && aws_item::text(item, "write_id") == Some(write_id.as_str())
                 {
                     // A repeat of a delete whose first attempt had already landed.
                     Ok(())
@@ -996,18 +590,19 @@ impl HandleStore for DynamoDbHandleStore {
         async move {
             validate_list(owner, kind, limit)?;
             let now = now_ms();
-            let listed = owner_kind(owner, kind);
+            let listed = item::owner_kind(owner, kind);
             let start = after.map(|position| {
                 Item::from([
-                    (PK.to_owned(), s(partition_key(position.id))),
+                    (PK.to_owned(), s(handle_key(position.id))),
                     (OWNER_KIND.to_owned(), s(&listed)),
                     ("created_at".to_owned(), n(position.created_at_ms)),
                 ])
             });
             let request = self
-                .client
+                .table
+                .client()
                 .query()
-                .table_name(self.table.as_ref())
+                .table_name(self.table.name())
                 .index_name(OWNER_INDEX)
                 .key_condition_expression("#listed = :listed")
                 .filter_expression("expires_at_ms > :now AND attribute_not_exists(#deleted)")
@@ -1018,7 +613,9 @@ impl HandleStore for DynamoDbHandleStore {
                 .scan_index_forward(false)
                 .limit(i32::try_from(limit).unwrap_or(i32::MAX))
                 .set_exclusive_start_key(start);
-            let out = retry::send(&self.client, || request.clone().send())
+            let out = self
+                .table
+                .send(|| request.clone().send())
                 .await
                 .result
                 .map_err(|e| self.list_failure(&e))?;
@@ -1033,11 +630,8 @@ impl HandleStore for DynamoDbHandleStore {
             let next = match out.last_evaluated_key() {
                 None => None,
                 Some(key) => Some(ListPosition {
-                    id: item::text(key, PK)
-                        .and_then(|pk| pk.strip_prefix("h#"))
-                        .and_then(|id| id.parse().ok())
-                        .ok_or_else(|| corrupt("(Query's LastEvaluatedKey pk)"))?,
-                    created_at_ms: item::number(key, "created_at")
+                    id: item::id_of(key).ok_or_else(|| corrupt("(Query's LastEvaluatedKey pk)"))?,
+                    created_at_ms: aws_item::number(key, "created_at")
                         .ok_or_else(|| corrupt("(Query's LastEvaluatedKey created_at)"))?,
                 }),
             };
@@ -1058,13 +652,13 @@ impl DynamoDbHandleStore {
             && message.is_some_and(|m| m.contains("index"))
         {
             tracing::warn!(
-                table = %self.table,
+                table = %self.table.name(),
                 "the handles table has no owner index, so handles cannot be listed"
             );
             return HandleError::Unavailable(format!(
                 "table {} has no index {OWNER_INDEX}: add it as infra/handles-table.json \
                  defines it (redeploying the template does)",
-                self.table
+                self.table.name()
             ));
         }
         failure("Query", error, false)

@@ -71,25 +71,26 @@
 //! Error messages carry the operation and DynamoDB's error code, never its message text: the
 //! full error goes to the log (`tracing`) here.
 
+mod item;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
-use std::sync::Arc;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::operation::update_item::{UpdateItemError, UpdateItemOutput};
 use aws_sdk_dynamodb::types::{
     AttributeValue, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
-    Update,
 };
 use futures::future::{BoxFuture, FutureExt};
 use serde_json::Value;
 
-use super::{CallerQuota, RoundEnd, TaskError, TaskRecord, TaskState, TaskStore, now_ms};
-use crate::aws::item::{self, Failure, Item, n, s, text};
-use crate::aws::retry;
+pub(crate) use self::item::{VIEW_ATTRIBUTES, view};
+use self::item::{
+    compact, failure, live, parse, refused, ss, state_name, token, too_large, updated,
+};
+use super::{CallerQuota, RoundEnd, TaskError, TaskRecord, TaskStore, now_ms};
+use crate::aws::item::{Item, n, s, text};
+use crate::aws::table::{Cancellation, Counted, PK, Table, quota_key, task_key};
 use crate::handles::HandleId;
 
 /// The largest task (its record as JSON) or answer this store writes, in bytes: DynamoDB's
@@ -101,8 +102,6 @@ pub const MAX_ANSWER_KEYS: usize = 64;
 
 /// The longest key of an answer, in bytes.
 pub const MAX_KEY_BYTES: usize = 256;
-
-const PK: &str = "pk";
 
 /// A [`TaskStore`] on the handles table; clones share the client and its connections.
 ///
@@ -116,14 +115,13 @@ const PK: &str = "pk";
 /// ```
 #[derive(Clone)]
 pub struct DynamoDbTaskStore {
-    client: Client,
-    table: Arc<str>,
+    table: Table,
 }
 
 impl fmt::Debug for DynamoDbTaskStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DynamoDbTaskStore")
-            .field("table", &self.table)
+            .field("table", &self.table.name())
             .finish_non_exhaustive()
     }
 }
@@ -133,291 +131,27 @@ impl DynamoDbTaskStore {
     /// request.
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
-            client,
-            table: Arc::from(table.into()),
+            table: Table::new(client, table),
         }
     }
 
     /// The table name or ARN.
     pub fn table(&self) -> &str {
-        &self.table
+        self.table.name()
     }
 
     fn update(
         &self,
         id: HandleId,
     ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
-        self.client
+        self.table
+            .client()
             .update_item()
-            .table_name(self.table.as_ref())
-            .key(PK, s(partition_key(id)))
+            .table_name(self.table.name())
+            .key(PK, s(task_key(id)))
             .return_values(ReturnValue::AllNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
     }
-}
-
-/// The partition key of a task's item.
-fn partition_key(id: HandleId) -> String {
-    format!("t#{id}")
-}
-
-fn ss(values: impl IntoIterator<Item = impl Into<String>>) -> AttributeValue {
-    AttributeValue::Ss(values.into_iter().map(Into::into).collect())
-}
-
-fn state_name(state: TaskState) -> &'static str {
-    match state {
-        TaskState::Working => "working",
-        TaskState::InputRequired => "input_required",
-        TaskState::Completed => "completed",
-        TaskState::Failed => "failed",
-        TaskState::Cancelled => "cancelled",
-    }
-}
-
-fn parse_state(name: &str) -> Option<TaskState> {
-    Some(match name {
-        "working" => TaskState::Working,
-        "input_required" => TaskState::InputRequired,
-        "completed" => TaskState::Completed,
-        "failed" => TaskState::Failed,
-        "cancelled" => TaskState::Cancelled,
-        _ => return None,
-    })
-}
-
-fn corrupt(attribute: &str) -> TaskError {
-    tracing::error!(attribute, "a task item in DynamoDB is malformed");
-    TaskError::Unavailable(format!(
-        "a stored task is malformed (attribute {attribute})"
-    ))
-}
-
-/// A number attribute that may be missing, but not malformed.
-fn number(item: &Item, name: &str) -> Result<Option<u64>, TaskError> {
-    match item.get(name) {
-        None => Ok(None),
-        Some(_) => item::number(item, name)
-            .map(Some)
-            .ok_or_else(|| corrupt(name)),
-    }
-}
-
-fn json(item: &Item, name: &str) -> Result<Option<Value>, TaskError> {
-    match item.get(name) {
-        None => Ok(None),
-        Some(AttributeValue::S(v)) => serde_json::from_str(v).map(Some).map_err(|_| corrupt(name)),
-        Some(_) => Err(corrupt(name)),
-    }
-}
-
-fn string_set(item: &Item, name: &str) -> Result<BTreeSet<String>, TaskError> {
-    match item.get(name) {
-        None => Ok(BTreeSet::new()),
-        Some(AttributeValue::Ss(v)) => Ok(v.iter().cloned().collect()),
-        Some(_) => Err(corrupt(name)),
-    }
-}
-
-/// A stored item as a task.
-fn parse(item: &Item) -> Result<TaskRecord, TaskError> {
-    parse_with(item, true)
-}
-
-/// The attributes a client's view of a task is made of ([`view`]): a change feed projects
-/// these, so a listener's poll never reads the call's arguments or the answers.
-pub(crate) const VIEW_ATTRIBUTES: [&str; 16] = [
-    "pk",
-    "owner",
-    "state",
-    "round",
-    "cancel",
-    "input_requests",
-    "pending",
-    "status_message",
-    "result",
-    "error",
-    "claimed_round",
-    "lease_until_ms",
-    "created_at_ms",
-    "updated_at_ms",
-    "ttl_ms",
-    "poll_ms",
-];
-
-/// An item read with [`VIEW_ATTRIBUTES`] as a task of `owner`, `None` when it is not a live
-/// task of theirs: `call` is `null` and `responses` empty, which a client's view never shows.
-pub(crate) fn view(item: &Item, owner: &str, now: u64) -> Result<Option<TaskRecord>, TaskError> {
-    let task = parse_with(item, false)?;
-    Ok((task.owner == owner && task.expires_at_ms() > now).then_some(task))
-}
-
-fn parse_with(item: &Item, whole: bool) -> Result<TaskRecord, TaskError> {
-    let required = |name: &str| number(item, name)?.ok_or_else(|| corrupt(name));
-    let id = text(item, PK)
-        .and_then(|pk| pk.strip_prefix("t#"))
-        .and_then(|id| id.parse::<HandleId>().ok())
-        .ok_or_else(|| corrupt(PK))?;
-    let state = text(item, "state")
-        .and_then(parse_state)
-        .ok_or_else(|| corrupt("state"))?;
-    let round = u32::try_from(required("round")?).map_err(|_| corrupt("round"))?;
-    let claimed = match (
-        number(item, "claimed_round")?,
-        number(item, "lease_until_ms")?,
-    ) {
-        (Some(r), Some(lease)) => Some((
-            u32::try_from(r).map_err(|_| corrupt("claimed_round"))?,
-            lease,
-        )),
-        _ => None,
-    };
-    let cancel_requested = match item.get("cancel") {
-        Some(AttributeValue::Bool(b)) => *b,
-        None => false,
-        Some(_) => return Err(corrupt("cancel")),
-    };
-    // Only answers to the round's own keys count (see the module docs).
-    let keys = string_set(item, "input_keys")?;
-    let mut responses = BTreeMap::new();
-    match item.get("responses") {
-        None => {}
-        Some(AttributeValue::M(map)) => {
-            for (key, value) in map {
-                if !keys.contains(key) {
-                    continue;
-                }
-                let AttributeValue::S(value) = value else {
-                    return Err(corrupt("responses"));
-                };
-                let value = serde_json::from_str(value).map_err(|_| corrupt("responses"))?;
-                responses.insert(key.clone(), value);
-            }
-        }
-        Some(_) => return Err(corrupt("responses")),
-    }
-    Ok(TaskRecord {
-        id,
-        owner: text(item, "owner")
-            .ok_or_else(|| corrupt("owner"))?
-            .to_owned(),
-        call: match json(item, "call")? {
-            Some(call) => call,
-            None if !whole => Value::Null,
-            None => return Err(corrupt("call")),
-        },
-        state,
-        round,
-        claimed,
-        cancel_requested,
-        input_requests: json(item, "input_requests")?,
-        pending: string_set(item, "pending")?,
-        responses,
-        request_state: text(item, "request_state").map(str::to_owned),
-        status_message: text(item, "status_message").map(str::to_owned),
-        result: json(item, "result")?,
-        error: json(item, "error")?,
-        created_at_ms: required("created_at_ms")?,
-        updated_at_ms: required("updated_at_ms")?,
-        ttl_ms: required("ttl_ms")?,
-        poll_interval_ms: required("poll_ms")?,
-    })
-}
-
-/// The item of a failed conditional write, when it is a live task (of `owner`, if given).
-fn live(
-    item: Option<&Item>,
-    owner: Option<&str>,
-    now: u64,
-) -> Result<Option<TaskRecord>, TaskError> {
-    let Some(item) = item else {
-        return Ok(None);
-    };
-    let task = parse(item)?;
-    let mine = owner.is_none_or(|o| o == task.owner);
-    Ok((mine && task.expires_at_ms() > now).then_some(task))
-}
-
-/// The new item an `UpdateItem` with `ALL_NEW` returned, as a task.
-fn updated(out: &UpdateItemOutput) -> Result<TaskRecord, TaskError> {
-    parse(
-        out.attributes()
-            .ok_or_else(|| corrupt("(UpdateItem returned no attributes)"))?,
-    )
-}
-
-/// The old item of an `UpdateItem` refused by its condition; any other failure as an error.
-fn refused(
-    operation: &str,
-    error: SdkError<UpdateItemError, impl fmt::Debug>,
-) -> Result<Option<Item>, TaskError> {
-    match error.as_service_error() {
-        Some(UpdateItemError::ConditionalCheckFailedException(c)) => Ok(c.item().cloned()),
-        _ => Err(failure(operation, &error)),
-    }
-}
-
-/// A failed SDK call as [`TaskError`]: a request DynamoDB refused as malformed (too large) is
-/// `Invalid`, everything else (timeouts, unreachable endpoint, throttling after the SDK's
-/// retries, missing table, no permission) `Unavailable`. The message names the operation and
-/// the error code only; the whole error is logged here.
-fn failure<E, R>(operation: &str, error: &SdkError<E, R>) -> TaskError
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-    R: fmt::Debug,
-{
-    let kind = item::failure(error);
-    // One line: the operation and what DynamoDB said (its code), never its raw answer; the
-    // whole error only when there was no answer (a connection's cause chain).
-    match &kind {
-        Failure::Service { code, .. } => {
-            tracing::warn!(operation, code, "a task store request to DynamoDB failed")
-        }
-        Failure::Refused { .. } => tracing::warn!(
-            operation,
-            code = "ValidationException",
-            "a task store request to DynamoDB failed"
-        ),
-        Failure::Timeout => tracing::warn!(
-            operation,
-            "a task store request to DynamoDB timed out (MCP_AWS_*_TIMEOUT_MS)"
-        ),
-        Failure::Unreachable | Failure::Other => tracing::warn!(
-            operation,
-            error = %item::brief(error),
-            "a task store request to DynamoDB failed"
-        ),
-    }
-    match kind {
-        Failure::Timeout => TaskError::Unavailable(format!(
-            "DynamoDB {operation} did not complete within the configured timeout"
-        )),
-        Failure::Unreachable => {
-            TaskError::Unavailable(format!("cannot reach DynamoDB for {operation}"))
-        }
-        Failure::Refused { .. } => {
-            TaskError::Invalid(format!("DynamoDB refused {operation} (too large?)"))
-        }
-        Failure::Service { code, .. } => {
-            TaskError::Unavailable(format!("DynamoDB {operation}: {code}"))
-        }
-        Failure::Other => TaskError::Unavailable(format!("DynamoDB {operation} failed")),
-    }
-}
-
-fn too_large(what: &str, bytes: usize) -> TaskError {
-    TaskError::Invalid(format!(
-        "{what} is {bytes} bytes; at most {MAX_TASK_BYTES} are stored"
-    ))
-}
-
-/// Compact JSON, bounded.
-fn compact(what: &str, value: &Value) -> Result<String, TaskError> {
-    let text = value.to_string();
-    if text.len() > MAX_TASK_BYTES {
-        return Err(too_large(what, text.len()));
-    }
-    Ok(text)
 }
 
 impl DynamoDbTaskStore {
@@ -433,69 +167,49 @@ impl DynamoDbTaskStore {
     ) -> Result<(), TaskError> {
         let now = now_ms();
         let (window, left) = quota.window_at(now);
+        let count_key = quota_key(Counted::Tasks, window, &CallerQuota::owner_digest(owner));
+        let count_expires_at = (now + left.as_millis() as u64).div_ceil(1000) + 60;
         let mut write_id = write_id;
         // The owner's count is one item: two of its creates at once conflict, and DynamoDB
-        // cancels one (`TransactionConflict`, which the SDK does not retry). Nothing of a
-        // cancelled transaction was applied, so it is tried again, with a new token.
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let expires_at = (now + left.as_millis() as u64).div_ceil(1000) + 60;
-            let put = Put::builder()
-                .table_name(self.table.as_ref())
-                .set_item(Some(item.clone()))
-                .condition_expression("attribute_not_exists(pk)")
-                .build()
-                .map_err(|e| TaskError::Invalid(e.to_string()))?;
-            let count = Update::builder()
-                .table_name(self.table.as_ref())
-                .key(
-                    PK,
-                    s(format!("q#t#{window}#{}", CallerQuota::owner_digest(owner))),
+        // cancels one. Nothing of a cancelled transaction was applied, so it is tried again,
+        // with a new token.
+        let sent = self
+            .table
+            .transact(|attempt| {
+                if attempt > 1 {
+                    write_id = token()?;
+                }
+                let put = Put::builder()
+                    .table_name(self.table.name())
+                    .set_item(Some(item.clone()))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .build()
+                    .map_err(|e| TaskError::Invalid(e.to_string()))?;
+                let count = self
+                    .table
+                    .count_one(count_key.clone(), u64::from(quota.max), count_expires_at)
+                    .map_err(|e| TaskError::Invalid(e.to_string()))?;
+                Ok::<_, TaskError>(
+                    self.table
+                        .client()
+                        .transact_write_items()
+                        .transact_items(TransactWriteItem::builder().put(put).build())
+                        .transact_items(TransactWriteItem::builder().update(count).build())
+                        .client_request_token(write_id.clone()),
                 )
-                .update_expression("ADD #n :one SET expires_at = :exp")
-                .condition_expression("attribute_not_exists(#n) OR #n < :max")
-                .expression_attribute_names("#n", "created")
-                .expression_attribute_values(":one", n(1))
-                .expression_attribute_values(":exp", n(expires_at))
-                .expression_attribute_values(":max", n(quota.max))
-                .build()
-                .map_err(|e| TaskError::Invalid(e.to_string()))?;
-            let request = self
-                .client
-                .transact_write_items()
-                .transact_items(TransactWriteItem::builder().put(put).build())
-                .transact_items(TransactWriteItem::builder().update(count).build())
-                .client_request_token(write_id.clone());
-            let result = retry::send(&self.client, || request.clone().send())
-                .await
-                .result;
-            let Err(e) = result else {
-                return Ok(());
-            };
-            let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) =
-                e.as_service_error()
-            else {
-                return Err(failure("TransactWriteItems", &e));
-            };
-            let why = crate::handles::CountedCancel::of(cancelled);
-            if why.over_quota {
-                return Err(super::store::over_quota(&quota, now));
-            } else if why.item_exists {
-                return Err(TaskError::Invalid("task id already in use".into()));
-            } else if !why.conflict || attempt == retry::CONFLICT_ATTEMPTS {
-                return Err(failure("TransactWriteItems", &e));
+            })
+            .await?;
+        let Err(e) = sent.result else {
+            return Ok(());
+        };
+        match Cancellation::of(&e) {
+            Some(why) if why.second_refused => Err(super::store::over_quota(&quota, now)),
+            Some(why) if why.first_refused => {
+                Err(TaskError::Invalid("task id already in use".into()))
             }
-            retry::conflict_pause(attempt).await;
-            write_id = token()?;
+            _ => Err(failure("TransactWriteItems", &e)),
         }
     }
-}
-
-fn token() -> Result<String, TaskError> {
-    HandleId::random()
-        .map(|id| id.to_string())
-        .map_err(|e| TaskError::Unavailable(format!("no random token: {e}")))
 }
 
 const NOT_TERMINAL: &str = "NOT (#state IN (:completed, :failed, :cancelled))";
@@ -516,7 +230,7 @@ impl TaskStore for DynamoDbTaskStore {
             let write_id = token()?;
             let expires_at_ms = task.expires_at_ms();
             let mut item: Item = HashMap::from([
-                (PK.to_owned(), s(partition_key(task.id))),
+                (PK.to_owned(), s(task_key(task.id))),
                 ("owner".to_owned(), s(&task.owner)),
                 ("state".to_owned(), s(state_name(task.state))),
                 ("round".to_owned(), n(task.round)),
@@ -576,17 +290,16 @@ impl TaskStore for DynamoDbTaskStore {
                     .await;
             }
             let request = self
-                .client
+                .table
+                .client()
                 .put_item()
-                .table_name(self.table.as_ref())
+                .table_name(self.table.name())
                 .set_item(Some(item))
                 .condition_expression("attribute_not_exists(pk)")
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
                 );
-            let result = retry::send(&self.client, || request.clone().send())
-                .await
-                .result;
+            let result = self.table.send(|| request.clone().send()).await.result;
             let Err(e) = result else {
                 return Ok(());
             };
@@ -611,12 +324,15 @@ impl TaskStore for DynamoDbTaskStore {
     ) -> BoxFuture<'a, Result<TaskRecord, TaskError>> {
         async move {
             let request = self
-                .client
+                .table
+                .client()
                 .get_item()
-                .table_name(self.table.as_ref())
-                .key(PK, s(partition_key(id)))
+                .table_name(self.table.name())
+                .key(PK, s(task_key(id)))
                 .consistent_read(true);
-            let out = retry::send(&self.client, || request.clone().send())
+            let out = self
+                .table
+                .send(|| request.clone().send())
                 .await
                 .result
                 .map_err(|e| failure("GetItem", &e))?;
@@ -681,9 +397,7 @@ impl TaskStore for DynamoDbTaskStore {
             let request = request.update_expression(expression).condition_expression(
                 "#owner = :owner AND expires_at_ms > :now AND #state = :input_required",
             );
-            let result = retry::send(&self.client, || request.clone().send())
-                .await
-                .result;
+            let result = self.table.send(|| request.clone().send()).await.result;
             match result {
                 Ok(out) => updated(&out),
                 // Not waiting for input (any more): the task as it is, like the memory store.
@@ -720,9 +434,7 @@ impl TaskStore for DynamoDbTaskStore {
                 .expression_attribute_values(":completed", s("completed"))
                 .expression_attribute_values(":failed", s("failed"))
                 .expression_attribute_values(":cancelled", s("cancelled"));
-            let result = retry::send(&self.client, || request.clone().send())
-                .await
-                .result;
+            let result = self.table.send(|| request.clone().send()).await.result;
             match result {
                 Ok(out) => updated(&out),
                 // Finished already: a no-op, the task as it is.
@@ -774,9 +486,7 @@ impl TaskStore for DynamoDbTaskStore {
                     n(now.saturating_sub(super::record::CLAIM_WINDOW_MS)),
                 )
                 .expression_attribute_values(":wid", s(write_id.clone()));
-            let result = retry::send(&self.client, || request.clone().send())
-                .await
-                .result;
+            let result = self.table.send(|| request.clone().send()).await.result;
             match result {
                 Ok(out) => updated(&out).map(Some),
                 Err(e) => {
@@ -804,12 +514,15 @@ impl TaskStore for DynamoDbTaskStore {
             let now = now_ms();
             let Some(message) = status_message else {
                 let request = self
-                    .client
+                    .table
+                    .client()
                     .get_item()
-                    .table_name(self.table.as_ref())
-                    .key(PK, s(partition_key(id)))
+                    .table_name(self.table.name())
+                    .key(PK, s(task_key(id)))
                     .consistent_read(true);
-                let out = retry::send(&self.client, || request.clone().send())
+                let out = self
+                    .table
+                    .send(|| request.clone().send())
                     .await
                     .result
                     .map_err(|e| failure("GetItem", &e))?;
@@ -830,9 +543,7 @@ impl TaskStore for DynamoDbTaskStore {
                 .expression_attribute_values(":now", n(now))
                 .expression_attribute_values(":r", n(round))
                 .expression_attribute_values(":working", s("working"));
-            let result = retry::send(&self.client, || request.clone().send())
-                .await
-                .result;
+            let result = self.table.send(|| request.clone().send()).await.result;
             let task = match result {
                 Ok(out) => updated(&out)?,
                 // The claim no longer holds: nothing recorded, the cancel flag as it is.
@@ -856,10 +567,11 @@ impl TaskStore for DynamoDbTaskStore {
             let mut set = vec!["#state = :state", "updated_at_ms = :now", "write_id = :wid"];
             let mut remove = Vec::new();
             let mut request = self
-                .client
+                .table
+                .client()
                 .update_item()
-                .table_name(self.table.as_ref())
-                .key(PK, s(partition_key(id)))
+                .table_name(self.table.name())
+                .key(PK, s(task_key(id)))
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
                 )
@@ -935,9 +647,7 @@ impl TaskStore for DynamoDbTaskStore {
                 "expires_at_ms > :now AND claimed_round = :r AND #state = :working \
                      AND lease_until_ms >= :now",
             );
-            let result = retry::send(&self.client, || request.clone().send())
-                .await
-                .result;
+            let result = self.table.send(|| request.clone().send()).await.result;
             match result {
                 Ok(_) => Ok(true),
                 Err(e) => {

@@ -1,0 +1,434 @@
+//! The one DynamoDB table the stores share: handles, tasks and the change feed keep their items
+//! side by side in the table of `infra/handles-table.json`, and this is the plumbing they share
+//! — the client and the table's name ([`Table`]), the item keys, creating the table and warming
+//! its connection, the counted creates' quota item and the one way a transaction is tried again
+//! when a concurrent one cancelled it.
+//!
+//! | `pk` | item | written by |
+//! |---|---|---|
+//! | `h#<uuid>` | a handle | `handles/dynamodb/` |
+//! | `t#<uuid>` | a task | `tasks/dynamodb/` |
+//! | `q#h#<window>#<owner digest>`, `q#t#…` | one owner's count of creations in a quota window | the counted creates of both |
+//! | `l#<list>`, `l#<list>#<copy>`, `r#<uri>` | a list's or a resource's version | `listen/dynamodb.rs` |
+//!
+//! Each store reads and writes only its own items; the feed reads the others' (a handle's
+//! `write_id`, a task's view) through the keys written here.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::{BuildError, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::transact_write_items::{
+    TransactWriteItemsError, TransactWriteItemsOutput, builders::TransactWriteItemsFluentBuilder,
+};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, CreateGlobalSecondaryIndexAction, GlobalSecondaryIndex,
+    GlobalSecondaryIndexUpdate, IndexStatus, KeySchemaElement, KeyType, Projection, ProjectionType,
+    ScalarAttributeType, TableDescription, TableStatus, TimeToLiveSpecification, Update,
+};
+
+use super::item::{self, n, s};
+use super::retry::{self, Sent};
+use super::{AwsTimeouts, TableError};
+
+/// The table definition, as CloudFormation `AWS::DynamoDB::Table` properties: the one copy in
+/// `infra/handles-table.json`, used by [`create`] (tests, local development) and by the
+/// deployment template.
+pub const TABLE_DEFINITION: &str = include_str!("../../infra/handles-table.json");
+
+/// The owner index (`infra/handles-table.json`): one owner's handles of one kind, newest first.
+pub const OWNER_INDEX: &str = "by-owner";
+
+/// The partition key attribute of every item.
+pub(crate) const PK: &str = "pk";
+
+/// The key of a handle's item.
+pub(crate) fn handle_key(id: impl fmt::Display) -> String {
+    format!("h#{id}")
+}
+
+/// The key of a task's item.
+pub(crate) fn task_key(id: impl fmt::Display) -> String {
+    format!("t#{id}")
+}
+
+/// Whose creations a quota item counts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Counted {
+    Handles,
+    Tasks,
+}
+
+/// The key of the item counting one owner's (`owner_digest`) creations in quota window `window`.
+pub(crate) fn quota_key(counted: Counted, window: u64, owner_digest: &str) -> String {
+    let of = match counted {
+        Counted::Handles => 'h',
+        Counted::Tasks => 't',
+    };
+    format!("q#{of}#{window}#{owner_digest}")
+}
+
+/// The key of copy `copy` of the feed's item for the list `list` (copy 0 has no suffix).
+pub(crate) fn list_key(list: &str, copy: usize) -> String {
+    match copy {
+        0 => format!("l#{list}"),
+        copy => format!("l#{list}#{copy}"),
+    }
+}
+
+/// The key of the feed's item for the resource `uri`.
+pub(crate) fn resource_key(uri: &str) -> String {
+    format!("r#{uri}")
+}
+
+/// The shared table: a client (its connections, its meter, no SDK retries) and the table's name
+/// or ARN. Clones share the client.
+#[derive(Clone)]
+pub(crate) struct Table {
+    client: Client,
+    name: Arc<str>,
+}
+
+impl fmt::Debug for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+impl Table {
+    /// `name` (a table name or an ARN) through `client`. Makes no request.
+    pub(crate) fn new(client: Client, name: impl Into<String>) -> Self {
+        Self {
+            client,
+            name: Arc::from(name.into()),
+        }
+    }
+
+    /// `name` through the process's one shared client (`aws::shared_config`, one connection
+    /// pool for every store), for `store`. Makes no request.
+    ///
+    /// # Errors
+    ///
+    /// [`TableError`] when the environment names no AWS region.
+    pub(crate) async fn open(
+        store: &'static str,
+        name: &str,
+        timeouts: &AwsTimeouts,
+    ) -> Result<Self, TableError> {
+        let sdk = super::regional_config(timeouts, store, name).await?;
+        Ok(Self::new(super::dynamodb_client(&sdk), name))
+    }
+
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// One request (`|| request.clone().send()`) under the crate's retry policy.
+    pub(crate) async fn send<T, E, F, Fut>(&self, send: F) -> Sent<T, E>
+    where
+        E: ProvideErrorMetadata,
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+    {
+        retry::send(&self.client, send).await
+    }
+
+    /// Reads one item that never exists (`pk = "h#warm-up"`) for `store`: checks that the table
+    /// exists, that its key is the string `pk` of `infra/handles-table.json`, and that this
+    /// role may read it, and leaves a warm connection in the client's pool, so the first
+    /// request does not pay for the TCP and TLS handshakes.
+    ///
+    /// A `GetItem` rather than `DescribeTable`, so the function's role needs nothing beyond the
+    /// item operations it uses anyway. A failure says whether it is the endpoint being away
+    /// (`true`: timeout, connection refused) rather than a configuration mistake.
+    pub(crate) async fn warm_up(&self, store: &'static str) -> Result<(), (bool, TableError)> {
+        let fail = |reason: String| TableError::new(store, self.name(), reason);
+        let request = self
+            .client
+            .get_item()
+            .table_name(self.name())
+            .key(PK, s(handle_key("warm-up")));
+        let Err(e) = self.send(|| request.clone().send()).await.result else {
+            return Ok(());
+        };
+        let message = || e.as_service_error().and_then(|s| s.message()).unwrap_or("");
+        Err(match (&e, e.as_service_error().and_then(|s| s.code())) {
+            (_, Some("ResourceNotFoundException")) => (
+                false,
+                fail(
+                    "not found: create it from infra/handles-table.json, or check \
+                     MCP_HANDLES_TABLE and AWS_REGION"
+                        .into(),
+                ),
+            ),
+            (_, Some("ValidationException")) => (
+                false,
+                fail(format!(
+                    "its key is not the string partition key pk of infra/handles-table.json ({})",
+                    message()
+                )),
+            ),
+            (_, Some("AccessDeniedException")) => (
+                false,
+                fail(format!(
+                    "this role may not read it: allow dynamodb:GetItem, PutItem and UpdateItem \
+                     on the table ({})",
+                    message()
+                )),
+            ),
+            (SdkError::TimeoutError(_) | SdkError::DispatchFailure(_), _) => (
+                true,
+                fail(format!("cannot reach DynamoDB: {}", item::brief(&e))),
+            ),
+            _ => (false, fail(format!("cannot read it: {}", item::brief(&e)))),
+        })
+    }
+
+    /// The quota item's update in a counted create: `key`'s count one more, refused at `max`,
+    /// the item kept until `expires_at` (epoch seconds, the TTL sweep's).
+    pub(crate) fn count_one(
+        &self,
+        key: String,
+        max: u64,
+        expires_at: u64,
+    ) -> Result<Update, BuildError> {
+        Update::builder()
+            .table_name(self.name())
+            .key(PK, s(key))
+            .update_expression("ADD #n :one SET expires_at = :exp")
+            .condition_expression("attribute_not_exists(#n) OR #n < :max")
+            .expression_attribute_names("#n", "created")
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":exp", n(expires_at))
+            .expression_attribute_values(":max", n(max))
+            .build()
+    }
+
+    /// Sends the transaction `build` makes (given the attempt, from 1), under the retry policy,
+    /// and builds and sends it again while DynamoDB cancels it for a concurrent transaction on
+    /// the same items alone (`TransactionConflict`, which nothing else retries: nothing of a
+    /// cancelled transaction was applied), [`retry::CONFLICT_ATTEMPTS`] times at most with a
+    /// short random pause between. The last answer is the caller's to read
+    /// ([`Cancellation::of`]).
+    ///
+    /// # Errors
+    ///
+    /// What `build` fails with.
+    pub(crate) async fn transact<E>(
+        &self,
+        mut build: impl FnMut(u32) -> Result<TransactWriteItemsFluentBuilder, E>,
+    ) -> Result<Sent<TransactWriteItemsOutput, TransactWriteItemsError>, E> {
+        let mut attempt = 1;
+        loop {
+            let request = build(attempt)?;
+            let sent = self.send(|| request.clone().send()).await;
+            let conflict_alone = sent
+                .result
+                .as_ref()
+                .err()
+                .and_then(Cancellation::of)
+                .is_some_and(|why| why.conflict && !why.first_refused && !why.second_refused);
+            if !conflict_alone || attempt == retry::CONFLICT_ATTEMPTS {
+                return Ok(sent);
+            }
+            retry::conflict_pause(attempt).await;
+            attempt += 1;
+        }
+    }
+}
+
+/// Why DynamoDB cancelled a transaction: a counted create's is the item's `Put` first and the
+/// quota's `Update` second.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cancellation {
+    /// The first write's condition failed (a counted create: the item already exists).
+    pub(crate) first_refused: bool,
+    /// The second write's condition failed (a counted create: the owner is at the quota).
+    pub(crate) second_refused: bool,
+    /// Another transaction on the same items: nothing was applied.
+    pub(crate) conflict: bool,
+}
+
+impl Cancellation {
+    /// Why `error` cancelled a transaction; `None` when it is not a cancellation.
+    pub(crate) fn of(error: &SdkError<TransactWriteItemsError, HttpResponse>) -> Option<Self> {
+        let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) =
+            error.as_service_error()
+        else {
+            return None;
+        };
+        let reasons = cancelled.cancellation_reasons();
+        let failed =
+            |at: usize| reasons.get(at).and_then(|r| r.code()) == Some("ConditionalCheckFailed");
+        Some(Self {
+            first_refused: failed(0),
+            second_refused: failed(1),
+            conflict: reasons
+                .iter()
+                .any(|r| r.code() == Some("TransactionConflict")),
+        })
+    }
+}
+
+/// Creates `table` as `infra/handles-table.json` describes (key schema, the owner index,
+/// on-demand billing, TTL on `expires_at`) and waits until it is active; an existing table
+/// gains an index the definition has and it lacks. For tests and local stand-ins; deployments
+/// create the table with the template.
+///
+/// # Errors
+///
+/// [`TableError`] when DynamoDB refuses or cannot be reached, or the table does not become
+/// active within 30 s.
+pub(crate) async fn create(
+    client: &Client,
+    table: &str,
+    store: &'static str,
+) -> Result<(), TableError> {
+    let fail = |reason: String| TableError::new(store, table, reason);
+    let sdk_failed =
+        |operation: &str, e: &dyn fmt::Display| fail(format!("DynamoDB {operation}: {e}"));
+    let invalid = |e: BuildError| fail(e.to_string());
+    let definition: serde_json::Value =
+        serde_json::from_str(TABLE_DEFINITION).expect("infra/handles-table.json is JSON");
+    let text = |v: &serde_json::Value, field: &str| -> String {
+        v[field].as_str().unwrap_or_default().to_owned()
+    };
+    let list = |v: &serde_json::Value| v.as_array().cloned().unwrap_or_default();
+    let attributes = list(&definition["AttributeDefinitions"])
+        .iter()
+        .map(|a| {
+            AttributeDefinition::builder()
+                .attribute_name(text(a, "AttributeName"))
+                .attribute_type(ScalarAttributeType::from(text(a, "AttributeType").as_str()))
+                .build()
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(invalid)?;
+    let key_schema = |keys: &serde_json::Value| -> Result<Vec<KeySchemaElement>, BuildError> {
+        list(keys)
+            .iter()
+            .map(|k| {
+                KeySchemaElement::builder()
+                    .attribute_name(text(k, "AttributeName"))
+                    .key_type(KeyType::from(text(k, "KeyType").as_str()))
+                    .build()
+            })
+            .collect()
+    };
+    let mut indexes = Vec::new();
+    for index in list(&definition["GlobalSecondaryIndexes"]) {
+        let projection = Projection::builder()
+            .projection_type(ProjectionType::from(
+                text(&index["Projection"], "ProjectionType").as_str(),
+            ))
+            .build();
+        let keys = key_schema(&index["KeySchema"]).map_err(invalid)?;
+        indexes.push((text(&index, "IndexName"), keys, projection));
+    }
+    let mut request = client
+        .create_table()
+        .table_name(table)
+        .billing_mode(BillingMode::from(text(&definition, "BillingMode").as_str()))
+        .set_attribute_definitions(Some(attributes.clone()))
+        .set_key_schema(Some(key_schema(&definition["KeySchema"]).map_err(invalid)?));
+    for (name, keys, projection) in &indexes {
+        request = request.global_secondary_indexes(
+            GlobalSecondaryIndex::builder()
+                .index_name(name)
+                .set_key_schema(Some(keys.clone()))
+                .projection(projection.clone())
+                .build()
+                .map_err(invalid)?,
+        );
+    }
+    let existed = match request.send().await {
+        Ok(_) => false,
+        Err(e) if e.as_service_error().and_then(|s| s.code()) == Some("ResourceInUseException") => {
+            true
+        }
+        Err(e) => return Err(sdk_failed("CreateTable", &item::brief(&e))),
+    };
+    let made = wait_until_active(client, table).await.map_err(fail)?;
+    // A table made before an index existed in the definition gains it, as a deployed stack's
+    // does on its next update.
+    let missing = indexes.iter().filter(|(name, ..)| {
+        existed
+            && !made
+                .global_secondary_indexes()
+                .iter()
+                .any(|i| i.index_name() == Some(name.as_str()))
+    });
+    for (name, keys, projection) in missing {
+        let action = CreateGlobalSecondaryIndexAction::builder()
+            .index_name(name)
+            .set_key_schema(Some(keys.clone()))
+            .projection(projection.clone())
+            .build()
+            .map_err(invalid)?;
+        client
+            .update_table()
+            .table_name(table)
+            .set_attribute_definitions(Some(attributes.clone()))
+            .global_secondary_index_updates(
+                GlobalSecondaryIndexUpdate::builder().create(action).build(),
+            )
+            .send()
+            .await
+            .map_err(|e| sdk_failed("UpdateTable", &item::brief(&e)))?;
+        wait_until_active(client, table).await.map_err(fail)?;
+    }
+    let ttl = &definition["TimeToLiveSpecification"];
+    if ttl["Enabled"] == true {
+        let spec = TimeToLiveSpecification::builder()
+            .attribute_name(text(ttl, "AttributeName"))
+            .enabled(true)
+            .build()
+            .map_err(invalid)?;
+        match client
+            .update_time_to_live()
+            .table_name(table)
+            .time_to_live_specification(spec)
+            .send()
+            .await
+        {
+            Ok(_) => {}
+            // Already enabled (the table existed).
+            Err(e)
+                if e.as_service_error().and_then(|s| s.code()) == Some("ValidationException") => {}
+            Err(e) => return Err(sdk_failed("UpdateTimeToLive", &item::brief(&e))),
+        }
+    }
+    Ok(())
+}
+
+/// Waits (30 s at most) until `table` and every index on it are active, and describes it.
+async fn wait_until_active(client: &Client, table: &str) -> Result<TableDescription, String> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = client
+            .describe_table()
+            .table_name(table)
+            .send()
+            .await
+            .map_err(|e| format!("DynamoDB DescribeTable: {}", item::brief(&e)))?;
+        if let Some(description) = out.table().filter(|t| {
+            t.table_status() == Some(&TableStatus::Active)
+                && t.global_secondary_indexes()
+                    .iter()
+                    .all(|i| i.index_status() == Some(&IndexStatus::Active))
+        }) {
+            return Ok(description.clone());
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err("the table and its indexes did not become active within 30 s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
