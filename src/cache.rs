@@ -1,10 +1,9 @@
-//! Cache hints: `ttlMs`/`cacheScope` per cacheable method, and the slot that
-//! hands a result's hint from the handler wrapper to the HTTP front.
+//! Cache hints: `ttlMs`/`cacheScope` per cacheable method, and the `Cache-Control` value a
+//! hint becomes.
 //!
-//! Both sides import this module and nothing of each other: the
-//! [`Hosted`](crate::Hosted) wrapper writes the hint into the result body and
-//! into the request's `CacheSlot`; the front mirrors the slot into
-//! `Cache-Control` without reading the body again.
+//! The [`Hosted`](crate::Hosted) wrapper writes the hint into the result body and into the
+//! request's scope (`request_scope.rs`); the front mirrors it into `Cache-Control` without
+//! reading the body again.
 //!
 //! | variable | default | meaning |
 //! |---|---|---|
@@ -12,10 +11,7 @@
 //! | `MCP_CACHE_TOOLS_LIST`, `MCP_CACHE_PROMPTS_LIST`, `MCP_CACHE_RESOURCES_LIST`, `MCP_CACHE_RESOURCES_TEMPLATES_LIST` | `300,public` | the same for each list |
 //! | `MCP_CACHE_RESOURCES_READ` | `0,private` | the same for `resources/read` (contents are often per user) |
 
-use std::{
-    sync::{Arc, OnceLock},
-    time::Duration,
-};
+use std::time::Duration;
 
 use http::HeaderValue;
 
@@ -154,32 +150,6 @@ fn parse_hint(value: &str, default_scope: CacheScope) -> Option<CacheHint> {
     })
 }
 
-/// Where the handler wrapper leaves the hint of a cacheable result, for the
-/// HTTP front to mirror: one per request, in the request's extensions.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct CacheSlot(Arc<OnceLock<(u64, bool)>>);
-
-impl CacheSlot {
-    /// The slot of the request being handled, if the front put one there.
-    pub(crate) fn of(context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> Option<Self> {
-        context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<CacheSlot>())
-            .cloned()
-    }
-
-    /// Records the hint of the result just made (the first one wins).
-    pub(crate) fn set(&self, ttl_ms: u64, public: bool) {
-        let _ = self.0.set((ttl_ms, public));
-    }
-
-    /// The recorded hint: `(ttl in ms, public)`.
-    pub(crate) fn get(&self) -> Option<(u64, bool)> {
-        self.0.get().copied()
-    }
-}
-
 /// The `Cache-Control` value for a hint.
 pub(crate) fn cache_control(ttl_ms: u64, public: bool) -> HeaderValue {
     let scope = if public { "public" } else { "private" };
@@ -217,12 +187,8 @@ mod tests {
     }
 
     #[test]
-    fn the_first_hint_recorded_in_a_slot_wins() {
-        let slot = CacheSlot::default();
-        assert_eq!(slot.get(), None);
-        slot.set(1_000, true);
-        slot.set(2_000, false);
-        assert_eq!(slot.get(), Some((1_000, true)));
+    fn cache_control_names_the_scope_and_whole_seconds() {
         assert_eq!(cache_control(1_999, false), "private, max-age=1");
+        assert_eq!(cache_control(60_000, true), "public, max-age=60");
     }
 }

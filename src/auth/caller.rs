@@ -79,7 +79,9 @@ impl Caller {
 
     /// The caller of the request `context` belongs to (anonymous when auth is off).
     pub fn from_request(context: &RequestContext<RoleServer>) -> Self {
-        Principal::from_request(context).into()
+        crate::request_scope::extension::<Caller>(context)
+            .cloned()
+            .unwrap_or_else(Self::anonymous)
     }
 
     /// The key everything this caller keeps is bound to: `issuer#subject`, or `anonymous`.

@@ -23,10 +23,8 @@ pub struct Principal {
 impl Principal {
     /// The principal of the request being handled, if it was authenticated.
     pub fn from_request(context: &RequestContext<RoleServer>) -> Option<Principal> {
-        context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Principal>())
+        crate::request_scope::extension::<super::Caller>(context)
+            .and_then(super::Caller::principal)
             .cloned()
     }
 

@@ -20,8 +20,8 @@ use super::{HostedSettings, record};
 use crate::request_state::cursor::ListKind;
 use crate::{
     auth::Principal,
-    cache::CacheSlot,
     env::{ConfigError, Env},
+    request_scope::RequestScope,
 };
 
 /// How the lists are paged.
@@ -54,7 +54,7 @@ impl ListSettings {
 /// consumes the request context.
 pub(super) struct ListContext {
     modern: bool,
-    slot: Option<CacheSlot>,
+    scope: Option<RequestScope>,
     pub(super) principal: Option<Principal>,
 }
 
@@ -62,7 +62,7 @@ impl ListContext {
     pub(super) fn of(context: &RequestContext<RoleServer>) -> Self {
         Self {
             modern: is_modern(context),
-            slot: CacheSlot::of(context),
+            scope: RequestScope::of(context).cloned(),
             principal: Principal::from_request(context),
         }
     }
@@ -164,7 +164,7 @@ impl HostedSettings {
         }
         let (result_ttl, result_scope) = result.cache();
         (*result_ttl, *result_scope) = (ttl_ms, scope);
-        record(list.slot, ttl_ms, scope);
+        record(list.scope.as_ref(), ttl_ms, scope);
         self.stamp(result.meta());
         Ok(result)
     }

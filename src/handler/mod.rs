@@ -8,7 +8,7 @@
 //! - `ttlMs`/`cacheScope` from [`cache::CacheHints`](crate::cache::CacheHints) on
 //!   `server/discover`, the lists and `resources/read` (rmcp 3.11 fills
 //!   `0`/`private`, or `public` from the macros, whatever the deployment wants),
-//!   handed to the HTTP front through the request's `CacheSlot`;
+//!   handed to the HTTP front through the request's scope (`request_scope.rs`);
 //! - pagination of the four lists with signed, self-contained cursors, one
 //!   generic path for all four (`lists.rs`);
 //! - the tools a caller may not call left out of `tools/list` when scopes are
@@ -54,36 +54,21 @@ pub(crate) use settings::{Announce, HostedSettings};
 use crate::logging::Sampled;
 use crate::{
     auth::Caller,
-    cache::CacheSlot,
     listen::{self, ListKind, ListenPlan, StreamLimits},
+    request_scope::{self, RequestScope},
     tasks::{Intake, RoundInProcess},
 };
 
-/// Where the wrapper leaves a refusal's `data.retryAfterSecs` (a caller's limit, that waiting
-/// lifts), for the HTTP front to answer 429 with `Retry-After`: one per request.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct RetryAfterSlot(Arc<std::sync::OnceLock<u64>>);
-
-impl RetryAfterSlot {
-    /// Records `error`'s `data.retryAfterSecs` in the request's slot, if both are there.
-    fn record(context: &RequestContext<RoleServer>, error: &ErrorData) {
-        let secs = error
-            .data
-            .as_ref()
-            .and_then(|d| d.get("retryAfterSecs"))
-            .and_then(serde_json::Value::as_u64);
-        let slot = context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|p| p.extensions.get::<RetryAfterSlot>());
-        if let (Some(secs), Some(slot)) = (secs, slot) {
-            let _ = slot.0.set(secs);
-        }
-    }
-
-    /// The recorded seconds.
-    pub(crate) fn get(&self) -> Option<u64> {
-        self.0.get().copied()
+/// Records a refusal's `data.retryAfterSecs` (a caller's limit, that waiting lifts) in the
+/// request's scope, for the HTTP front to answer 429 with `Retry-After`.
+fn record_retry_after(context: &RequestContext<RoleServer>, error: &ErrorData) {
+    let secs = error
+        .data
+        .as_ref()
+        .and_then(|d| d.get("retryAfterSecs"))
+        .and_then(serde_json::Value::as_u64);
+    if let (Some(secs), Some(scope)) = (secs, RequestScope::of(context)) {
+        scope.set_retry_after(secs);
     }
 }
 
@@ -141,9 +126,13 @@ impl<H> Hosted<H> {
 
 /// Hands the hint just put in the body to the HTTP front, which mirrors it
 /// into `Cache-Control` without reading the body again.
-pub(crate) fn record(slot: Option<CacheSlot>, ttl_ms: Option<u64>, scope: Option<RmcpCacheScope>) {
-    if let (Some(slot), Some(ttl_ms), Some(scope)) = (slot, ttl_ms, scope) {
-        slot.set(ttl_ms, scope == RmcpCacheScope::Public);
+pub(crate) fn record(
+    request: Option<&RequestScope>,
+    ttl_ms: Option<u64>,
+    scope: Option<RmcpCacheScope>,
+) {
+    if let (Some(request), Some(ttl_ms), Some(scope)) = (request, ttl_ms, scope) {
+        request.set_cache_hint(ttl_ms, scope == RmcpCacheScope::Public);
     }
 }
 
@@ -235,13 +224,17 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         &self,
         context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
-        let slot = CacheSlot::of(&context);
+        let request_scope = RequestScope::of(&context).cloned();
         let mut result = self.inner.discover(context).await?;
         self.settings.announce.apply(&mut result.capabilities);
         let (ttl, scope) = self.settings.hint("server/discover", true);
         result.ttl_ms = ttl.unwrap_or_default();
         result.cache_scope = scope.unwrap_or(RmcpCacheScope::Private);
-        record(slot, Some(result.ttl_ms), Some(result.cache_scope));
+        record(
+            request_scope.as_ref(),
+            Some(result.ttl_ms),
+            Some(result.cache_scope),
+        );
         self.settings.stamp(&mut result.meta);
         Ok(result)
     }
@@ -368,7 +361,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
     ) -> Result<ReadResourceResponse, ErrorData> {
         noted(async move {
             let modern = lists::is_modern(&context);
-            let slot = CacheSlot::of(&context);
+            let request_scope = RequestScope::of(&context).cloned();
             let from_handle = self
                 .settings
                 .handle_resource(&request.uri)
@@ -391,7 +384,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
                     if per_caller && result.cache_scope.is_some() {
                         result.cache_scope = Some(RmcpCacheScope::Private);
                     }
-                    record(slot, result.ttl_ms, result.cache_scope);
+                    record(request_scope.as_ref(), result.ttl_ms, result.cache_scope);
                     self.settings.stamp(&mut result.meta);
                 }
                 ReadResourceResponse::InputRequired(result) => {
@@ -419,21 +412,14 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         let Some(listener) = &self.settings.listen else {
             return self.inner.listen(context).await;
         };
-        let parts = context
-            .request_context()
-            .extensions
-            .get::<http::request::Parts>();
-        let Some(plan) = parts
-            .and_then(|p| p.extensions.get::<ListenPlan>())
-            .cloned()
-        else {
+        let request = context.request_context();
+        let Some(plan) = request_scope::extension::<ListenPlan>(request).cloned() else {
             return Err(ErrorData::internal_error(
                 "subscriptions/listen reached the handler without the front's plan",
                 None,
             ));
         };
-        let limits = parts
-            .and_then(|p| p.extensions.get::<StreamLimits>())
+        let limits = request_scope::extension::<StreamLimits>(request)
             .copied()
             .unwrap_or_default();
         listen::stream::run(context, listener, plan, limits).await
@@ -461,11 +447,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         noted(async move {
-            let round = context
-                .extensions
-                .get::<http::request::Parts>()
-                .and_then(|p| p.extensions.get::<RoundInProcess>())
-                .cloned();
+            let round = request_scope::extension::<RoundInProcess>(&context).cloned();
             if let Some(round) = round {
                 let request_ct = context.ct.clone();
                 let call = self.inner.call_tool(request, context);
@@ -478,7 +460,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
                 let intake = policies
                     .intake(tasks, &request, &context)
                     .await
-                    .inspect_err(|error| RetryAfterSlot::record(&context, error))?;
+                    .inspect_err(|error| record_retry_after(&context, error))?;
                 if let Intake::Task(mut created) = intake {
                     self.settings.stamp(&mut created.meta);
                     return Ok(CallToolResponse::Task(created));

@@ -9,26 +9,22 @@ use http_body_util::{BodyExt, Full};
 use serde_json::json;
 
 use super::refusal::{AuthChallenge, HttpResponse, Rejection};
-use crate::auth::{Authenticator, Challenge, Refusal, metadata};
+use crate::auth::{Authenticator, Challenge, Principal, Refusal, metadata};
 use crate::logging::Sampled;
 
-/// Authenticates the request for `method`/`name`; the principal goes into the
-/// request's extensions, where handlers read it (`Principal::from_request`).
+/// Authenticates the request for `method`/`name`: its principal, `None` for a method that
+/// needs no token.
 pub(crate) async fn authorize(
     auth: &Authenticator,
-    parts: &mut Parts,
+    parts: &Parts,
     method: &str,
     name: Option<&str>,
-) -> Result<(), Rejection> {
+) -> Result<Option<Principal>, Rejection> {
     match auth
         .authorize(&parts.headers, &parts.uri, method, name)
         .await
     {
-        Ok(Some(principal)) => {
-            parts.extensions.insert(principal);
-            Ok(())
-        }
-        Ok(None) => Ok(()),
+        Ok(principal) => Ok(principal),
         Err(refusal) => {
             // Anyone can cause this: one line per 10 s at most (metrics count them all).
             static REFUSALS: Sampled = Sampled::per(Duration::from_secs(10));

@@ -1,7 +1,7 @@
 //! `ttlMs`/`cacheScope` mirrored into `Cache-Control`.
 //!
 //! The [`Hosted`](crate::Hosted) wrapper puts the hints into the result body
-//! and, through a `CacheSlot` (`cache.rs`) in the request's extensions, hands the same
+//! and, through the request's scope (`request_scope.rs`), hands the same
 //! values to this layer, so HTTP caches get the body's answer without the
 //! body being read again: `public|private, max-age=<seconds>` for a complete
 //! cacheable result, `Vary: Authorization` when private, and `no-store` for
@@ -10,16 +10,17 @@
 use http::{HeaderValue, StatusCode, header};
 
 use super::refusal::HttpResponse;
-use crate::cache::{CacheSlot, cache_control};
+use crate::cache::cache_control;
+use crate::request_scope::RequestScope;
 
 /// Sets `Cache-Control` (and `Vary`) on rmcp's response.
-pub(crate) fn apply(mut response: HttpResponse, slot: &CacheSlot) -> HttpResponse {
+pub(crate) fn apply(mut response: HttpResponse, scope: &RequestScope) -> HttpResponse {
     let json = response
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
     let hint = (response.status() == StatusCode::OK && json)
-        .then(|| slot.get())
+        .then(|| scope.cache_hint())
         .flatten();
     let headers = response.headers_mut();
     match hint {
@@ -50,13 +51,13 @@ mod tests {
 
     #[test]
     fn recorded_hints_become_cache_control() {
-        let slot = CacheSlot::default();
-        slot.set(300_000, true);
+        let slot = RequestScope::default();
+        slot.set_cache_hint(300_000, true);
         let r = apply(json_ok(), &slot);
         assert_eq!(r.headers()[header::CACHE_CONTROL], "public, max-age=300");
         assert!(r.headers().get(header::VARY).is_none());
-        let slot = CacheSlot::default();
-        slot.set(1_500, false);
+        let slot = RequestScope::default();
+        slot.set_cache_hint(1_500, false);
         let r = apply(json_ok(), &slot);
         assert_eq!(r.headers()[header::CACHE_CONTROL], "private, max-age=1");
         assert_eq!(r.headers()[header::VARY], "Authorization");
@@ -65,11 +66,11 @@ mod tests {
     #[test]
     fn no_hint_errors_and_streams_are_not_stored() {
         assert_eq!(
-            apply(json_ok(), &CacheSlot::default()).headers()[header::CACHE_CONTROL],
+            apply(json_ok(), &RequestScope::default()).headers()[header::CACHE_CONTROL],
             "no-store"
         );
-        let slot = CacheSlot::default();
-        slot.set(1_000, true);
+        let slot = RequestScope::default();
+        slot.set_cache_hint(1_000, true);
         let mut error = json_ok();
         *error.status_mut() = StatusCode::BAD_REQUEST;
         assert_eq!(

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::envelope::Checked;
 use super::refusal::Rejection;
-use crate::auth::{Caller, Principal};
+use crate::auth::Caller;
 use crate::listen::{ListenRefusal, Listener, TaskIds};
 
 /// Where a request declares the tasks extension (`_meta` client capabilities).
@@ -30,6 +30,7 @@ const TASKS_DECLARED: &str = "/params/_meta/io.modelcontextprotocol~1clientCapab
 /// and the accepted `taskIds` (`None` when none were asked for).
 pub(super) async fn prepare(
     listener: &Listener,
+    caller: &Caller,
     parts: &mut Parts,
     checked: &mut Checked,
 ) -> Result<(Bytes, Option<Vec<String>>), Rejection> {
@@ -60,9 +61,8 @@ pub(super) async fn prepare(
             .pointer(TASKS_DECLARED)
             .is_some_and(Value::is_object),
     };
-    let caller = Caller::from(parts.extensions.get::<Principal>().cloned());
     let (accepted, plan) = listener
-        .plan(&requested, &tasks, &caller)
+        .plan(&requested, &tasks, caller)
         .await
         .inspect_err(|refusal| {
             if let ListenRefusal::Unavailable(error) = refusal {

@@ -4,7 +4,7 @@
 
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -17,45 +17,26 @@ use serde::de::IgnoredAny;
 
 use crate::aws::DynamoDbUsage;
 use crate::metrics::{Invocation, Metrics, RequestRecord};
-
-/// The method and the name (`Mcp-Name`) of a request.
-type Facts = (String, Option<String>);
-
-/// Where the envelope step leaves the method and the name it read.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct MeterSlot(Arc<Mutex<Option<Facts>>>);
-
-impl MeterSlot {
-    pub(crate) fn set(&self, method: &str, name: Option<&str>) {
-        *self.0.lock().expect("meter slot") = Some((method.to_owned(), name.map(str::to_owned)));
-    }
-
-    fn take(&self) -> Option<Facts> {
-        self.0.lock().expect("meter slot").take()
-    }
-}
+use crate::request_scope::RequestScope;
 
 /// A request being measured: what is known before the answer, filled in as it goes.
 pub(super) struct Started {
     metrics: Arc<Metrics>,
     at: Instant,
     usage: DynamoDbUsage,
-    slot: MeterSlot,
     record: RequestRecord,
 }
 
 /// Starts measuring a request, unless metrics are off (or it is a health check).
 pub(super) fn begin<B>(
     metrics: Option<&Arc<Metrics>>,
-    request: &mut http::Request<B>,
+    request: &http::Request<B>,
     trace_id: Option<String>,
 ) -> Option<Started> {
     let metrics = metrics?;
     if request.uri().path() == "/healthz" {
         return None;
     }
-    let slot = MeterSlot::default();
-    request.extensions_mut().insert(slot.clone());
     let record = RequestRecord {
         cold_start: metrics.cold_start(),
         invocation: request.extensions().get::<Invocation>().cloned(),
@@ -66,7 +47,6 @@ pub(super) fn begin<B>(
         metrics: metrics.clone(),
         at: Instant::now(),
         usage: DynamoDbUsage::now(),
-        slot,
         record,
     })
 }
@@ -74,11 +54,12 @@ pub(super) fn begin<B>(
 /// Writes the record once the answer is done: its body passes through unchanged.
 pub(super) fn finish(
     mut started: Started,
+    scope: &RequestScope,
     response: Response<BoxBody<Bytes, Infallible>>,
 ) -> Response<BoxBody<Bytes, Infallible>> {
-    if let Some((method, name)) = started.slot.take() {
-        started.record.method = Some(method);
-        started.record.name = name;
+    if let Some((method, name)) = scope.method() {
+        started.record.method = Some(method.to_owned());
+        started.record.name = name.map(str::to_owned);
     }
     started.record.status = response.status().as_u16();
     started.record.auth_challenged = response.headers().contains_key(header::WWW_AUTHENTICATE);
@@ -201,7 +182,6 @@ mod tests {
             metrics,
             at: Instant::now(),
             usage: DynamoDbUsage::now(),
-            slot: MeterSlot::default(),
             record: RequestRecord::default(),
         }
     }
@@ -211,6 +191,7 @@ mod tests {
         // The Lambda streaming adapter gives an empty answer one byte, telling it by these.
         let empty = finish(
             started(),
+            &RequestScope::default(),
             Response::new(BoxBody::new(Empty::<Bytes>::new())),
         );
         assert!(empty.body().is_end_stream());
@@ -218,6 +199,7 @@ mod tests {
         let answer = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602}}"#);
         let full = finish(
             started(),
+            &RequestScope::default(),
             Response::new(BoxBody::new(Full::new(answer.clone()))),
         );
         assert_eq!(full.body().size_hint().exact(), Some(answer.len() as u64));

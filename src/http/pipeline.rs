@@ -43,10 +43,10 @@ use super::{
     trace_context,
 };
 use crate::{
-    auth::{Authenticator, metadata},
-    cache::CacheSlot,
-    handler::{Hosted, RetryAfterSlot},
+    auth::{Authenticator, Caller, metadata},
+    handler::Hosted,
     listen::Listener,
+    request_scope::RequestScope,
     rmcp_gaps,
     tasks::{Tasks, round_token},
 };
@@ -142,7 +142,8 @@ where
         }
         // 0b. The caller's trace id (a valid `traceparent` only) and, metrics on, the record.
         let trace_id = trace_context::trace_id(request.headers());
-        let metered = metering::begin(self.front.metrics.as_ref(), &mut request, trace_id.clone());
+        let metered = metering::begin(self.front.metrics.as_ref(), &request, trace_id.clone());
+        let scope = RequestScope::new(metered.is_some());
         // 1. Only requests that came through the CDN, when one is configured:
         //    before routing, auth, logging or reading the body.
         if let Err(refusal) =
@@ -150,7 +151,7 @@ where
         {
             let refusal = refusal.into_response(None);
             let refusal = match metered {
-                Some(started) => metering::finish(started, refusal),
+                Some(started) => metering::finish(started, &scope, refusal),
                 None => refusal,
             };
             return Box::pin(async move { Ok(refusal) });
@@ -169,13 +170,13 @@ where
         Box::pin(
             async move {
                 let response = this
-                    .route(request)
+                    .route(request, &scope)
                     .await
                     .unwrap_or_else(|refusal| refusal.into_response(None));
                 tracing::Span::current().record("status", response.status().as_u16());
                 tracing::debug!("answered");
                 Ok(match metered {
-                    Some(started) => metering::finish(started, response),
+                    Some(started) => metering::finish(started, &scope, response),
                     None => response,
                 })
             }
@@ -187,7 +188,11 @@ where
 impl<H: ServerHandler> McpService<H> {
     /// Step 2, one `Host`; step 3, the route. On the MCP path, steps 4–9
     /// ([`mcp_post`](Self::mcp_post)) and then step 10, CORS on whatever came back.
-    async fn route<B>(self, request: Request<B>) -> Result<HttpResponse, Rejection>
+    async fn route<B>(
+        self,
+        request: Request<B>,
+        scope: &RequestScope,
+    ) -> Result<HttpResponse, Rejection>
     where
         B: Body + Send + 'static,
         B::Data: Send,
@@ -201,7 +206,7 @@ impl<H: ServerHandler> McpService<H> {
             let response = match *request.method() {
                 Method::POST => {
                     let (parts, body) = request.into_parts();
-                    self.mcp_post(parts, body).await
+                    self.mcp_post(parts, body, scope).await
                 }
                 Method::OPTIONS => cors::preflight(),
                 Method::GET | Method::DELETE if settings.legacy_sessions => {
@@ -230,14 +235,14 @@ impl<H: ServerHandler> McpService<H> {
     }
 
     /// One MCP POST: its steps, and a refusal answered with the id the envelope step read.
-    async fn mcp_post<B>(&self, parts: Parts, body: B) -> HttpResponse
+    async fn mcp_post<B>(&self, parts: Parts, body: B, scope: &RequestScope) -> HttpResponse
     where
         B: Body + Send + 'static,
         B::Data: Send,
         B::Error: Display + Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let mut id = None;
-        let answer = self.mcp_steps(parts, body, &mut id).await;
+        let answer = self.mcp_steps(parts, body, scope, &mut id).await;
         answer.unwrap_or_else(|refusal| refusal.into_response(id.as_ref()))
     }
 
@@ -246,6 +251,7 @@ impl<H: ServerHandler> McpService<H> {
         &self,
         mut parts: Parts,
         body: B,
+        scope: &RequestScope,
         id: &mut Option<Value>,
     ) -> Result<HttpResponse, Rejection>
     where
@@ -263,38 +269,41 @@ impl<H: ServerHandler> McpService<H> {
         rmcp_gaps::trim_mcp_headers(&mut parts.headers);
         let message = envelope::read(&body)?;
         id.clone_from(&message.id);
-        let mut checked = self.envelope(&parts, &body, message)?;
-        // 7. Auth on the method and name the body names (401, 403).
-        if let Some(auth) = &front.auth {
-            bearer::authorize(auth, &mut parts, &checked.method, checked.name.as_deref()).await?;
-        }
+        let mut checked = self.envelope(&parts, &body, message, scope)?;
+        // 7. Auth on the method and name the body names (401, 403): the caller, built once.
+        let principal = match &front.auth {
+            Some(auth) => {
+                bearer::authorize(auth, &parts, &checked.method, checked.name.as_deref()).await?
+            }
+            None => None,
+        };
+        let caller = Caller::from(principal);
         // 7b. What a listen may watch, before rmcp acknowledges it (-32602, -32021, 503).
         let (body, listen_task_ids) = match &front.listen {
             Some(listener)
                 if checked.method == "subscriptions/listen" && checked.era == Era::Modern =>
             {
-                listen::prepare(listener, &mut parts, &mut checked).await?
+                listen::prepare(listener, &caller, &mut parts, &mut checked).await?
             }
             _ => (body, None),
         };
-        // 8. rmcp and the wrapped handler; the cache hint comes back through the slot.
-        let slot = CacheSlot::default();
-        parts.extensions.insert(slot.clone());
-        let retry = RetryAfterSlot::default();
-        parts.extensions.insert(retry.clone());
+        // 8. rmcp and the wrapped handler, which read the caller and leave their facts in the
+        //    request's scope.
+        parts.extensions.insert(caller);
+        parts.extensions.insert(scope.clone());
         let mut response = self.rmcp_step(parts, body, &checked).await?;
         if let Some(task_ids) = listen_task_ids {
             response = rmcp_gaps::acknowledge_task_ids(response, task_ids);
         }
         // 9. A caller over its share: 429 with Retry-After (the body is the JSON-RPC error).
-        if let Some(secs) = retry.get() {
+        if let Some(secs) = scope.retry_after() {
             *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         // 10. Cache-Control (and Vary) from the result's hint.
-        Ok(cache_headers::apply(response, &slot))
+        Ok(cache_headers::apply(response, scope))
     }
 
     fn envelope(
@@ -302,6 +311,7 @@ impl<H: ServerHandler> McpService<H> {
         parts: &Parts,
         body: &Bytes,
         message: envelope::Message,
+        scope: &RequestScope,
     ) -> Result<Checked, Rejection> {
         let session_replies =
             self.front.settings.legacy_sessions && parts.headers.contains_key("mcp-session-id");
@@ -323,9 +333,7 @@ impl<H: ServerHandler> McpService<H> {
             span.record("mcp.name", &name[..cut]);
         }
         span.record("mcp.legacy", checked.era == Era::Legacy);
-        if let Some(slot) = parts.extensions.get::<metering::MeterSlot>() {
-            slot.set(&checked.method, checked.name.as_deref());
-        }
+        scope.set_method(&checked.method, checked.name.as_deref());
         Ok(checked)
     }
 

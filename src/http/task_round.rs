@@ -11,7 +11,7 @@ use rmcp::ServerHandler;
 use serde_json::{Value, json};
 
 use super::{McpService, in_process};
-use crate::auth::Principal;
+use crate::auth::{Caller, Principal};
 use crate::tasks::{RoundInProcess, RoundOutput, ToolRunner};
 
 impl<H: ServerHandler> ToolRunner for McpService<H> {
@@ -36,9 +36,7 @@ impl<H: ServerHandler> ToolRunner for McpService<H> {
                 Err(error) => return failed(&error.to_string()),
             };
             request.extensions_mut().insert(RoundInProcess { stop });
-            if let Some(caller) = caller {
-                request.extensions_mut().insert(caller);
-            }
+            request.extensions_mut().insert(Caller::from(caller));
             let response = service.rmcp_handle(request).await;
             let (parts, body) = response.into_parts();
             let mut messages =
