@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use rmcp::{
     ServerHandler,
+    model::{ServerCapabilities, ServerConfig},
     transport::{
         StreamableHttpService, streamable_http_server::session::local::LocalSessionManager,
     },
@@ -16,7 +17,7 @@ use crate::{
     error::Error,
     handler::{Announce, HandleResource, Hosted, HostedSettings},
     handles::{HandleStore, Handles},
-    http::{Front, McpService, OriginSecretCheck},
+    http::{Front, McpService},
     listen::{Announced, Changes, Listener, ResourceWatch, Watch},
     metrics::Metrics,
     shutdown::Shutdown,
@@ -268,46 +269,15 @@ impl App {
         H: ServerHandler,
     {
         let factory = handler.into_factory();
-        let config = self.config;
         let shutdown = Shutdown::new();
-        let probe = factory();
-        let mut info = probe.get_info();
-        warn_if_unnamed(&info.server_info);
-        let handle_resources = self.handle_resources;
-        let announce = Announce {
-            tasks: self.tasks.is_some(),
-            handle_resources: !handle_resources.is_empty(),
-            listen: self.changes.is_some(),
-            resources_watchable: !handle_resources.is_empty() || self.resources.is_some(),
-        };
-        let inner_info = info.clone();
-        announce.apply(&mut info.capabilities);
-        let watch = resource_watch(&handle_resources, self.resources);
-        let listen = self.changes.map(|changes| {
-            Arc::new(Listener::new(
-                changes.feed().clone(),
-                watch,
-                Announced::of(&info.capabilities),
-                config.listen.clone(),
-                shutdown.clone(),
-                self.tasks.is_some(),
-            ))
-        });
-        if let (Some(listener), Some((tasks, _))) = (&listen, &self.tasks) {
-            listener.feed.attach_task_store(tasks.store().clone());
-        }
-        let supported_versions = probe
-            .supported_protocol_versions()
-            .iter()
-            .map(|v| v.as_str().to_string())
-            .collect();
-        drop(probe);
-        let metrics = config
-            .metrics
-            .enabled
-            .then(|| Arc::new(Metrics::new(config.metrics.clone())));
-        let auth_warming = self.auth;
-        let auth = auth_warming.as_ref().map(|w| w.authenticator().clone());
+        let (inner_info, supported_versions) = described(&*factory());
+        let announce = self.announce();
+        let mut capabilities = inner_info.capabilities.clone();
+        announce.apply(&mut capabilities);
+        let listen = self.listener(&capabilities, &shutdown);
+        let config = self.config;
+        let metrics =
+            (config.metrics.enabled).then(|| Arc::new(Metrics::new(config.metrics.clone())));
         let hosted = Arc::new(
             HostedSettings::new(
                 &config.cache,
@@ -318,7 +288,7 @@ impl App {
                 listen.clone(),
                 self.tasks.clone(),
             )
-            .with_resources(handle_resources, announce)
+            .with_resources(self.handle_resources, announce)
             .with_metrics(metrics.clone()),
         );
         let rmcp = StreamableHttpService::new(
@@ -326,62 +296,75 @@ impl App {
             Arc::new(LocalSessionManager::default()),
             config.http.rmcp_config(),
         );
-        let (listen_on, metrics_on) = (listen.is_some(), metrics.is_some());
-        let front = Front {
-            settings: config.http.clone(),
-            origin_secret: config
-                .http
-                .origin_secret
-                .as_ref()
-                .map(OriginSecretCheck::new),
-            auth: auth.clone(),
+        let engine = self.tasks.map(|(tasks, _)| tasks);
+        let auth = self.auth.as_ref().map(|w| w.authenticator().clone());
+        let front = Front::new(
+            &config.http,
+            auth,
+            &capabilities,
             supported_versions,
             listen,
-            // Tool and prompt lists are fingerprinted for listeners; metrics learn the names on
-            // every list.
-            probed_lists: [
-                (
-                    "tools/list",
-                    info.capabilities.tools.is_some() && (listen_on || metrics_on),
-                ),
-                (
-                    "prompts/list",
-                    info.capabilities.prompts.is_some() && (listen_on || metrics_on),
-                ),
-                (
-                    "resources/list",
-                    info.capabilities.resources.is_some() && metrics_on,
-                ),
-                (
-                    "resources/templates/list",
-                    info.capabilities.resources.is_some() && metrics_on,
-                ),
-            ]
-            .into_iter()
-            .filter_map(|(method, probed)| probed.then_some(method))
-            .collect(),
-            tasks: self.tasks.as_ref().map(|(tasks, _)| tasks.clone()),
+            engine.clone(),
             metrics,
-        };
+        );
         let service = McpService::new(rmcp, front);
-        if let Some((tasks, _)) = &self.tasks {
-            tasks.set_runner(
-                Arc::new(service.clone()),
-                &config.http.path,
-                config.request_state_keys.all(),
-            );
+        if let Some(tasks) = &engine {
+            let keys = config.request_state_keys.all();
+            tasks.set_runner(Arc::new(service.clone()), &config.http.path, keys);
         }
         Server {
-            local_tasks: self
-                .tasks
-                .as_ref()
-                .is_some_and(|(tasks, _)| tasks.runs_locally()),
+            local_tasks: engine.as_ref().is_some_and(|tasks| tasks.runs_locally()),
             service,
             config,
-            auth_warming,
+            auth_warming: self.auth,
             shutdown,
         }
     }
+
+    /// What the library adds to the handler's capabilities.
+    fn announce(&self) -> Announce {
+        Announce {
+            tasks: self.tasks.is_some(),
+            handle_resources: !self.handle_resources.is_empty(),
+            listen: self.changes.is_some(),
+            resources_watchable: !self.handle_resources.is_empty() || self.resources.is_some(),
+        }
+    }
+
+    /// The listener of `subscriptions/listen` on the app's feed (none without one), reading
+    /// the task store too when tasks are on.
+    fn listener(
+        &self,
+        capabilities: &ServerCapabilities,
+        shutdown: &Shutdown,
+    ) -> Option<Arc<Listener>> {
+        let changes = self.changes.as_ref()?;
+        let listener = Listener::new(
+            changes.feed().clone(),
+            resource_watch(&self.handle_resources, self.resources.clone()),
+            Announced::of(capabilities),
+            self.config.listen.clone(),
+            shutdown.clone(),
+            self.tasks.is_some(),
+        );
+        if let Some((tasks, _)) = &self.tasks {
+            listener.feed.attach_task_store(tasks.store().clone());
+        }
+        Some(Arc::new(listener))
+    }
+}
+
+/// The handler's own description, asked once at start-up (and warned of when rmcp's default),
+/// and the protocol versions it serves.
+fn described<H: ServerHandler>(handler: &H) -> (ServerConfig, Vec<String>) {
+    let info = handler.get_info();
+    warn_if_unnamed(&info.server_info);
+    let versions = handler
+        .supported_protocol_versions()
+        .iter()
+        .map(|v| v.as_str().to_string())
+        .collect();
+    (info, versions)
 }
 
 /// What [`App::server`] takes: a handler served as it is, or a closure making one per request.

@@ -45,7 +45,6 @@ mod trace_context;
 
 pub(crate) use deadline::Deadline;
 pub use origin_secret::OriginSecret;
-pub(crate) use origin_secret::OriginSecretCheck;
 pub(crate) use pipeline::Front;
 pub use pipeline::McpService;
 pub use refusal::{AuthChallenge, HttpResponse, Rejection};

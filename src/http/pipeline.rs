@@ -26,6 +26,7 @@ use http_body::Body;
 use http_body_util::{BodyExt as _, Full};
 use rmcp::{
     ServerHandler,
+    model::ServerCapabilities,
     transport::{
         StreamableHttpService, streamable_http_server::session::local::LocalSessionManager,
     },
@@ -46,6 +47,7 @@ use crate::{
     auth::{Authenticator, Caller, metadata},
     handler::Hosted,
     listen::Listener,
+    metrics::Metrics,
     request_scope::RequestScope,
     rmcp_gaps,
     tasks::{Tasks, round_token},
@@ -57,22 +59,70 @@ pub(crate) type Rmcp<H> = StreamableHttpService<Hosted<H>, LocalSessionManager>;
 /// What the steps read, built once at start-up.
 #[derive(Debug)]
 pub(crate) struct Front {
-    pub(crate) settings: HttpSettings,
+    settings: HttpSettings,
     /// The CDN's secret origin header, as an HMAC tag; `None` = no check.
-    pub(crate) origin_secret: Option<OriginSecretCheck>,
+    origin_secret: Option<OriginSecretCheck>,
     /// Bearer-token auth; `None` = off.
-    pub(crate) auth: Option<Arc<Authenticator>>,
+    auth: Option<Arc<Authenticator>>,
     /// The versions the handler serves, for -32022 answers.
-    pub(crate) supported_versions: Vec<String>,
+    supported_versions: Vec<String>,
     /// `subscriptions/listen` served by the library; `None` = left to the handler.
-    pub(crate) listen: Option<Arc<Listener>>,
+    listen: Option<Arc<Listener>>,
     /// The lists asked for at start-up: those the handler advertises that listen (tools,
     /// prompts) or metrics (all four) need.
-    pub(crate) probed_lists: Vec<&'static str>,
+    probed_lists: Vec<&'static str>,
     /// The task engine, for the worker route; `None` = tasks are off.
-    pub(crate) tasks: Option<Arc<Tasks>>,
-    /// Per-request EMF records; `None` or disabled = none written.
-    pub(crate) metrics: Option<Arc<crate::metrics::Metrics>>,
+    tasks: Option<Arc<Tasks>>,
+    /// Per-request EMF records; `None` = none written.
+    metrics: Option<Arc<Metrics>>,
+}
+
+impl Front {
+    /// The front of a handler that announces `capabilities` and serves `supported_versions`.
+    pub(crate) fn new(
+        settings: &HttpSettings,
+        auth: Option<Arc<Authenticator>>,
+        capabilities: &ServerCapabilities,
+        supported_versions: Vec<String>,
+        listen: Option<Arc<Listener>>,
+        tasks: Option<Arc<Tasks>>,
+        metrics: Option<Arc<Metrics>>,
+    ) -> Self {
+        let (listen_on, metrics_on) = (listen.is_some(), metrics.is_some());
+        // Tool and prompt lists are fingerprinted for listeners; metrics learn the names on
+        // every list.
+        let probed_lists = [
+            (
+                "tools/list",
+                capabilities.tools.is_some() && (listen_on || metrics_on),
+            ),
+            (
+                "prompts/list",
+                capabilities.prompts.is_some() && (listen_on || metrics_on),
+            ),
+            (
+                "resources/list",
+                capabilities.resources.is_some() && metrics_on,
+            ),
+            (
+                "resources/templates/list",
+                capabilities.resources.is_some() && metrics_on,
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(method, probed)| probed.then_some(method))
+        .collect();
+        Self {
+            origin_secret: settings.origin_secret.as_ref().map(OriginSecretCheck::new),
+            settings: settings.clone(),
+            auth,
+            supported_versions,
+            listen,
+            probed_lists,
+            tasks,
+            metrics,
+        }
+    }
 }
 
 /// The whole HTTP service: routes, the MCP front, rmcp behind it.
