@@ -477,6 +477,59 @@ fn architecture_md_lists_each_modules_imports_as_the_code_has_them() {
     );
 }
 
+/// The names between `*…*` in `text`, in order, each once.
+fn step_names(text: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for piece in text.split('*').skip(1).step_by(2) {
+        let name = piece.trim();
+        let is_name = !name.is_empty()
+            && name.len() <= 24
+            && name.chars().all(|c| c.is_ascii_alphabetic() || c == ' ');
+        if is_name && !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+    }
+    names
+}
+
+/// The front's steps, by name: the table in `src/http/mod.rs` (its first column), the comments
+/// of `src/http/pipeline.rs` that start with a step's name (`// *envelope*: …`) name the same
+/// steps, and ARCHITECTURE.md's paragraph beginning "The front's steps" names them in the
+/// table's order (issue 31).
+#[test]
+fn the_pipeline_steps_are_named_alike_in_the_table_the_code_and_architecture_md() {
+    let read = |path: &str| std::fs::read_to_string(package_dir().join(path)).expect(path);
+    let module = read("src/http/mod.rs");
+    let table: Vec<String> = module
+        .lines()
+        .filter_map(|line| line.strip_prefix("//! | *"))
+        .filter_map(|row| row.split('*').next())
+        .map(str::to_owned)
+        .collect();
+    assert!(table.len() >= 10, "src/http/mod.rs: no step table found");
+    let pipeline = read("src/http/pipeline.rs");
+    let comments: String = pipeline
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("// *"))
+        .map(|rest| format!("*{}*\n", rest.split('*').next().unwrap_or_default()))
+        .collect();
+    // The code's order is the calls', not the text's (CORS wraps what the MCP path answered).
+    let (mut named, mut listed) = (step_names(&comments), table.clone());
+    named.sort();
+    listed.sort();
+    assert_eq!(named, listed, "src/http/pipeline.rs's step comments");
+    let architecture = read("ARCHITECTURE.md");
+    let paragraph = architecture
+        .split("\n\n")
+        .find(|p| p.starts_with("The front's steps"))
+        .expect("ARCHITECTURE.md: a paragraph beginning \"The front's steps\"");
+    assert_eq!(
+        step_names(paragraph),
+        table,
+        "ARCHITECTURE.md's list of steps"
+    );
+}
+
 /// The scanner, the cycle finder and the table check on synthetic sources.
 mod checks {
     use super::*;

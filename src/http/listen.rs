@@ -1,4 +1,4 @@
-//! Step 7b, `subscriptions/listen` only: what the caller may watch, decided before rmcp
+//! The step *listen filter*, `subscriptions/listen` only: what the caller may watch, decided before rmcp
 //! acknowledges it.
 //!
 //! rmcp asks the handler for the accepted filter without the request (so without the caller),

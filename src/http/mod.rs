@@ -1,23 +1,25 @@
 //! The HTTP front: every check a request goes through before and after rmcp.
 //!
-//! The order lives in one place, [`pipeline.rs`](McpService); each step is a
-//! file here with its own settings:
+//! The order lives in one place, [`pipeline.rs`](McpService), whose comments name each step
+//! as this table does (ARCHITECTURE.md lists the same names; `tests/module_graph.rs` holds the
+//! three to one order); each step is a file here with its own settings:
 //!
 //! | step | file | refuses with |
 //! |---|---|---|
-//! | 0. a task round (`POST <MCP_PATH>` with `x-mcp-task-round`, a self-invocation on Lambda): its token, nothing else; the round runs | `pipeline.rs` (`worker_route`; token in [`tasks`](crate::tasks)) | 403; 404 unless rounds go to Lambda |
-//! | 0b. trace context and metrics (every request but a task round and `/healthz`): the `traceparent` read, the EMF record written when the answer is done | `trace_context.rs`, `metering.rs` (records in [`metrics`](crate::metrics)) | — |
-//! | 1. origin secret | `origin_secret.rs` | 403 |
-//! | 2. one `Host` (the allow-list and `Origin` are rmcp's) | `host.rs` | 400 |
-//! | 3. route | `pipeline.rs` | 404, 405 |
-//! | 4. media types | `media_types.rs` | 415, 406 |
-//! | 5. body limit and deadline | `body_limit.rs`, `deadline.rs` | 413, 408 |
-//! | 6. envelope | `envelope.rs` (parsed by `strict_json.rs`: a repeated key is -32700) | 400/-32700, -32600, -32020, -32602, -32022; 404/-32601 |
-//! | 7. auth | `bearer.rs` (decisions in [`auth`](crate::auth)) | 401, 403 |
-//! | 7b. listen filter (`subscriptions/listen` only) | `listen.rs` (decisions in [`listen`](crate::listen)) | -32602, -32021, 503 |
-//! | 8. rmcp and the handler | `pipeline.rs`, [`handler`](crate::handler) | rmcp's answers |
-//! | 9. cache headers | `cache_headers.rs` | — |
-//! | 10. CORS | `cors.rs` | — |
+//! | *task round*: `POST <MCP_PATH>` with `x-mcp-task-round`, a self-invocation on Lambda: its token, nothing else; the round runs | `pipeline.rs` (`worker_route`; token in [`tasks`](crate::tasks)) | 403; 404 unless rounds go to Lambda |
+//! | *trace and metrics* (every request but a task round and `/healthz`): the `traceparent` read, the EMF record written when the answer is done | `trace_context.rs`, `metering.rs` (records in [`metrics`](crate::metrics)) | — |
+//! | *origin secret* | `origin_secret.rs` | 403 |
+//! | *host*: one `Host` (the allow-list and `Origin` are rmcp's) | `host.rs` | 400 |
+//! | *route* | `pipeline.rs` | 404, 405 |
+//! | *media types* | `media_types.rs` | 415, 406 |
+//! | *body limit* and deadline | `body_limit.rs` (the body made one type, `RequestBody`, at the service's edge), `deadline.rs` | 413, 408 |
+//! | *envelope* | `envelope.rs` (parsed by `strict_json.rs`: a repeated key is -32700) | 400/-32700, -32600, -32020, -32602, -32022; 404/-32601 |
+//! | *auth*: the `Caller`, built once | `bearer.rs` (decisions in [`auth`](crate::auth)) | 401, 403 |
+//! | *listen filter* (`subscriptions/listen` only) | `listen.rs` (decisions in [`listen`](crate::listen)) | -32602, -32021, 503 |
+//! | *rmcp* and the handler | `pipeline.rs`, [`handler`](crate::handler) | rmcp's answers |
+//! | *retry after*: a caller's limit that waiting lifts, from the request's scope | `pipeline.rs` | 429 with `Retry-After` |
+//! | *cache headers*, from the request's scope | `cache_headers.rs` | — |
+//! | *CORS* | `cors.rs` | — |
 //!
 //! Every step refuses with one type, [`Rejection`] (`refusal.rs`), whose variant knows its
 //! status, JSON-RPC code and data; the pipeline answers it in one place. The origin secret's

@@ -14,7 +14,6 @@
 
 use std::{
     convert::Infallible,
-    fmt::Display,
     sync::Arc,
     task::{Context, Poll},
 };
@@ -35,7 +34,9 @@ use serde_json::Value;
 use tracing::Instrument as _;
 
 use super::{
-    bearer, body_limit, cache_headers, cors,
+    bearer,
+    body_limit::{self, RequestBody, request_body},
+    cache_headers, cors,
     envelope::{self, Checked, Era},
     host, listen, media_types, metering,
     origin_secret::{self, OriginSecretCheck},
@@ -156,8 +157,7 @@ impl<H, B> tower::Service<Request<B>> for McpService<H>
 where
     H: ServerHandler,
     B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Display + Into<Box<dyn std::error::Error + Send + Sync>>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     type Response = HttpResponse;
     type Error = Infallible;
@@ -167,10 +167,11 @@ where
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, mut request: Request<B>) -> Self::Future {
-        // 0. A task round handed to this function by itself (Dispatch::Lambda): it does not
-        //    come through the CDN, and carries its own proof instead. A process that never
-        //    hands rounds out has no such route.
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let mut request = request.map(request_body);
+        // *task round*: a round handed to this function by itself (Dispatch::Lambda). It does
+        // not come through the CDN, and carries its own proof instead. A process that never
+        // hands rounds out has no such route.
         if request.method() == Method::POST
             && request.headers().contains_key(round_token::HEADER)
             && request.uri().path() == self.front.settings.path
@@ -190,12 +191,13 @@ where
                 .instrument(tracing::info_span!("mcp.task_round")),
             );
         }
-        // 0b. The caller's trace id (a valid `traceparent` only) and, metrics on, the record.
+        // *trace and metrics*: the caller's trace id (a valid `traceparent` only) and, metrics
+        // on, the record.
         let trace_id = trace_context::trace_id(request.headers());
         let metered = metering::begin(self.front.metrics.as_ref(), &request, trace_id.clone());
         let scope = RequestScope::new(metered.is_some());
-        // 1. Only requests that came through the CDN, when one is configured:
-        //    before routing, auth, logging or reading the body.
+        // *origin secret*: only requests that came through the CDN, when one is configured:
+        // before routing, auth, logging or reading the body.
         if let Err(refusal) =
             origin_secret::check(self.front.origin_secret.as_ref(), request.headers_mut())
         {
@@ -236,19 +238,16 @@ where
 }
 
 impl<H: ServerHandler> McpService<H> {
-    /// Step 2, one `Host`; step 3, the route. On the MCP path, steps 4–9
-    /// ([`mcp_post`](Self::mcp_post)) and then step 10, CORS on whatever came back.
-    async fn route<B>(
+    /// The steps *host* and *route*; on the MCP path, [`mcp_post`](Self::mcp_post)'s steps, then
+    /// *CORS* on whatever came back.
+    async fn route(
         self,
-        request: Request<B>,
+        request: Request<RequestBody>,
         scope: &RequestScope,
-    ) -> Result<HttpResponse, Rejection>
-    where
-        B: Body + Send + 'static,
-        B::Data: Send,
-        B::Error: Display + Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
+    ) -> Result<HttpResponse, Rejection> {
+        // *host*: one `Host` (its allow-list is rmcp's).
         host::check(request.headers())?;
+        // *route*.
         let settings = &self.front.settings;
         let path = request.uri().path();
         if path == settings.path {
@@ -264,6 +263,7 @@ impl<H: ServerHandler> McpService<H> {
                 }
                 _ => Rejection::MethodNotAllowed.into_response(None),
             };
+            // *CORS* for an allowed browser origin.
             return Ok(cors::apply(
                 response,
                 origin,
@@ -285,42 +285,37 @@ impl<H: ServerHandler> McpService<H> {
     }
 
     /// One MCP POST: its steps, and a refusal answered with the id the envelope step read.
-    async fn mcp_post<B>(&self, parts: Parts, body: B, scope: &RequestScope) -> HttpResponse
-    where
-        B: Body + Send + 'static,
-        B::Data: Send,
-        B::Error: Display + Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
+    async fn mcp_post(
+        &self,
+        parts: Parts,
+        body: RequestBody,
+        scope: &RequestScope,
+    ) -> HttpResponse {
         let mut id = None;
         let answer = self.mcp_steps(parts, body, scope, &mut id).await;
         answer.unwrap_or_else(|refusal| refusal.into_response(id.as_ref()))
     }
 
-    /// Steps 4–10 of one MCP POST, in order; `id` is the request's once step 6 has read it.
-    async fn mcp_steps<B>(
+    /// The steps of one MCP POST, in order; `id` is the request's once *envelope* has read it.
+    async fn mcp_steps(
         &self,
         mut parts: Parts,
-        body: B,
+        body: RequestBody,
         scope: &RequestScope,
         id: &mut Option<Value>,
-    ) -> Result<HttpResponse, Rejection>
-    where
-        B: Body + Send + 'static,
-        B::Data: Send,
-        B::Error: Display + Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
+    ) -> Result<HttpResponse, Rejection> {
         let front = &*self.front;
-        // 4. Media types: a JSON body, an Accept that allows JSON and SSE (415, 406).
+        // *media types*: a JSON body, an Accept that allows JSON and SSE (415, 406).
         media_types::check(&mut parts.headers)?;
-        // 5. The body, capped and on time (413, 408).
+        // *body limit*: the body, capped and on time (413, 408).
         let body = body_limit::collect(&parts.headers, body, front.settings.max_body_bytes).await?;
-        // 6. The JSON-RPC and MCP envelope, in the spec's order (-32700 … -32601): the body
-        //    parsed once, then checked against the headers.
+        // *envelope*: the JSON-RPC and MCP envelope, in the spec's order (-32700 … -32601): the
+        // body parsed once, then checked against the headers.
         rmcp_gaps::trim_mcp_headers(&mut parts.headers);
         let message = envelope::read(&body)?;
         id.clone_from(&message.id);
         let mut checked = self.envelope(&parts, &body, message, scope)?;
-        // 7. Auth on the method and name the body names (401, 403): the caller, built once.
+        // *auth* on the method and name the body names (401, 403): the caller, built once.
         let principal = match &front.auth {
             Some(auth) => {
                 bearer::authorize(auth, &parts, &checked.method, checked.name.as_deref()).await?
@@ -328,7 +323,8 @@ impl<H: ServerHandler> McpService<H> {
             None => None,
         };
         let caller = Caller::from(principal);
-        // 7b. What a listen may watch, before rmcp acknowledges it (-32602, -32021, 503).
+        // *listen filter*: what a listen may watch, before rmcp acknowledges it (-32602,
+        // -32021, 503).
         let (body, listen_task_ids) = match &front.listen {
             Some(listener)
                 if checked.method == "subscriptions/listen" && checked.era == Era::Modern =>
@@ -337,22 +333,23 @@ impl<H: ServerHandler> McpService<H> {
             }
             _ => (body, None),
         };
-        // 8. rmcp and the wrapped handler, which read the caller and leave their facts in the
-        //    request's scope.
+        // *rmcp* and the wrapped handler, which read the caller and leave their facts in the
+        // request's scope.
         parts.extensions.insert(caller);
         parts.extensions.insert(scope.clone());
         let mut response = self.rmcp_step(parts, body, &checked).await?;
         if let Some(task_ids) = listen_task_ids {
             response = rmcp_gaps::acknowledge_task_ids(response, task_ids);
         }
-        // 9. A caller over its share: 429 with Retry-After (the body is the JSON-RPC error).
+        // *retry after*: a caller over its share gets 429 with Retry-After (the body is the
+        // JSON-RPC error).
         if let Some(secs) = scope.retry_after() {
             *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
-        // 10. Cache-Control (and Vary) from the result's hint.
+        // *cache headers*: Cache-Control (and Vary) from the result's hint.
         Ok(cache_headers::apply(response, scope))
     }
 
@@ -461,16 +458,11 @@ impl<H: ServerHandler> McpService<H> {
 /// round to its end and answers `{"ran": true|false}` (false: another delivery had it, or it
 /// is over). The claim holds until the invocation's deadline when there is one (Lambda),
 /// otherwise for the task lease.
-async fn worker_route<B>(
+async fn worker_route(
     tasks: Arc<Tasks>,
     lease: std::time::Duration,
-    request: Request<B>,
-) -> Result<HttpResponse, Rejection>
-where
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Display + Into<Box<dyn std::error::Error + Send + Sync>>,
-{
+    request: Request<RequestBody>,
+) -> Result<HttpResponse, Rejection> {
     let (parts, body) = request.into_parts();
     let token = parts
         .headers

@@ -1,4 +1,4 @@
-//! JSON that refuses a key repeated in any object (step 6's first parse).
+//! JSON that refuses a key repeated in any object (the *envelope* step's first parse).
 //!
 //! Parsers disagree on which duplicate wins (`serde_json` keeps the last, others the first),
 //! so a body with one could mean one thing to the front and another to rmcp or the handler:
