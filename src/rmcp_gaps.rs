@@ -12,7 +12,7 @@
 //! | [`list_cursor_is_not_a_string`] | silently drops a list `cursor` of the wrong type (serves the first page instead of -32602) | `http/envelope.rs` |
 //! | [`stamp_server_info`] | puts `_meta["io.modelcontextprotocol/serverInfo"]` on `server/discover` only | `handler/mod.rs` |
 //! | [`acknowledge_task_ids`] | `SubscriptionFilter` has no `taskIds` (the tasks extension), so its acknowledgment cannot name the accepted ones | `http/pipeline.rs` |
-//! | [`QuietRefusals`], [`is_client_refusal`] | logs every error answer at warn (`response error`, with its data, which may echo arguments), and a client closing its stream before the last message at error (`failed to send pending response during drain`) | `logging.rs`; `handler/mod.rs` notes the client's refusals at info instead |
+//! | [`QuietRefusals`], [`is_client_refusal`] | logs every error answer at warn (`response error`, with its data, which may echo arguments), and a client closing its stream before the last message at error (`failed to send pending response during drain`, or `fail to response message` outside the drain) | `logging.rs`; `handler/mod.rs` notes the client's refusals at info instead |
 //! | [`send_task_status`] | `SubscriptionSink::send` refuses `notifications/tasks` | `listen/stream.rs` |
 
 use std::convert::Infallible;
@@ -342,7 +342,8 @@ pub(crate) fn is_client_refusal(code: i32) -> bool {
 /// away: a listen stream closed normally). Error answers for server faults still log at warn.
 ///
 /// rmcp 3.11: `service.rs` logs `response error` at warn for every `Err` a handler returns, and
-/// `failed to send pending response during drain` at error when the transport is gone.
+/// `failed to send pending response during drain` (or, outside its drain, `fail to response
+/// message`) at error when the transport is gone.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct QuietRefusals;
 
@@ -359,6 +360,8 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for QuietRefusals {
         event.record(&mut seen);
         match seen.message.as_str() {
             "failed to send pending response during drain" => false,
+            // The same, outside the drain: the client's stream is gone.
+            "fail to response message" => !seen.error.contains("closed"),
             "response error" => !seen.code.is_some_and(is_client_refusal),
             _ => true,
         }
@@ -370,6 +373,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for QuietRefusals {
 struct Seen {
     message: String,
     code: Option<i32>,
+    error: String,
 }
 
 impl tracing::field::Visit for Seen {
@@ -379,6 +383,7 @@ impl tracing::field::Visit for Seen {
             // `ErrorData { code: ErrorCode(-32602), … }`
             "error" => {
                 let text = format!("{value:?}");
+                self.error.clone_from(&text);
                 self.code = text
                     .split_once("ErrorCode(")
                     .and_then(|(_, rest)| rest.split_once(')'))
@@ -520,15 +525,18 @@ mod tests {
             tracing::warn!(target: "rmcp::service", id = 1, error = ?refusal, "response error");
             tracing::warn!(target: "rmcp::service", id = 2, error = ?fault, "response error");
             tracing::error!(target: "rmcp::service", error = "closed", "failed to send pending response during drain");
+            tracing::error!(target: "rmcp::service", error = %"channel closed", "fail to response message");
+            tracing::error!(target: "rmcp::service", error = %"serialize", "fail to response message");
             tracing::warn!(target: "mcp_lambda::handler", "response error");
         });
         let log = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
         let lines: Vec<&str> = log.lines().collect();
-        assert_eq!(lines.len(), 2, "{log}");
+        assert_eq!(lines.len(), 3, "{log}");
         assert!(
             lines[0].contains("id=2") && lines[0].contains("-32603"),
             "{log}"
         );
-        assert!(lines[1].contains("mcp_lambda::handler"), "{log}");
+        assert!(lines[1].contains("serialize"), "{log}");
+        assert!(lines[2].contains("mcp_lambda::handler"), "{log}");
     }
 }

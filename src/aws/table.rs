@@ -27,10 +27,11 @@ use aws_sdk_dynamodb::operation::transact_write_items::{
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, CreateGlobalSecondaryIndexAction, GlobalSecondaryIndex,
     GlobalSecondaryIndexUpdate, IndexStatus, KeySchemaElement, KeyType, Projection, ProjectionType,
-    ScalarAttributeType, TableDescription, TableStatus, TimeToLiveSpecification, Update,
+    Put, ScalarAttributeType, TableDescription, TableStatus, TimeToLiveSpecification,
+    TransactWriteItem, Update,
 };
 
-use super::item::{self, n, s};
+use super::item::{self, Item, n, s};
 use super::retry::{self, Sent};
 use super::{AwsTimeouts, TableError};
 
@@ -63,12 +64,41 @@ pub(crate) enum Counted {
 }
 
 /// The key of the item counting one owner's (`owner_digest`) creations in quota window `window`.
-pub(crate) fn quota_key(counted: Counted, window: u64, owner_digest: &str) -> String {
+fn quota_key(counted: Counted, window: u64, owner_digest: &str) -> String {
     let of = match counted {
         Counted::Handles => 'h',
         Counted::Tasks => 't',
     };
     format!("q#{of}#{window}#{owner_digest}")
+}
+
+/// The owner's count a counted create raises ([`Table::create_counted`]): its item's key
+/// (`q#<kind>#<window>#<owner digest>`), the most it may reach, and when the item goes (epoch
+/// seconds for the TTL sweep: a minute after its window ends).
+#[derive(Debug, Clone)]
+pub(crate) struct Count {
+    key: String,
+    max: u64,
+    expires_at: u64,
+}
+
+impl Count {
+    /// The count of `counted` for the owner whose digest is `owner_digest`, in the window
+    /// `window` that ends `window_left` after `now_ms`, at most `max`.
+    pub(crate) fn new(
+        counted: Counted,
+        owner_digest: &str,
+        window: u64,
+        window_left: Duration,
+        now_ms: u64,
+        max: u32,
+    ) -> Self {
+        Self {
+            key: quota_key(counted, window, owner_digest),
+            max: u64::from(max),
+            expires_at: (now_ms + window_left.as_millis() as u64).div_ceil(1000) + 60,
+        }
+    }
 }
 
 /// The key of copy `copy` of the feed's item for the list `list` (copy 0 has no suffix).
@@ -191,24 +221,56 @@ impl Table {
         })
     }
 
-    /// The quota item's update in a counted create: `key`'s count one more, refused at `max`,
-    /// the item kept until `expires_at` (epoch seconds, the TTL sweep's).
-    pub(crate) fn count_one(
+    /// A counted create in one `TransactWriteItems`, both or neither: the item `item` makes for
+    /// a write id, put only if its key is new, and `count`'s item one more, refused at its
+    /// most. The write id is the transaction's idempotency token (a repeat of one that landed
+    /// succeeds without applying it twice, for 10 minutes); a transaction cancelled for a
+    /// conflict alone (two of one owner's creates at once: its count is one item) is tried
+    /// again as [`transact`](Self::transact) says, with a new one from `new_write_id`. What
+    /// DynamoDB refused is the caller's to read ([`Cancellation::of`]: the put first, the count
+    /// second).
+    ///
+    /// # Errors
+    ///
+    /// What `new_write_id` fails with, or a write that cannot be built, through `invalid`.
+    pub(crate) async fn create_counted<E>(
         &self,
-        key: String,
-        max: u64,
-        expires_at: u64,
-    ) -> Result<Update, BuildError> {
-        Update::builder()
-            .table_name(self.name())
-            .key(PK, s(key))
-            .update_expression("ADD #n :one SET expires_at = :exp")
-            .condition_expression("attribute_not_exists(#n) OR #n < :max")
-            .expression_attribute_names("#n", "created")
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":exp", n(expires_at))
-            .expression_attribute_values(":max", n(max))
-            .build()
+        item: impl Fn(&str) -> Item,
+        count: &Count,
+        write_id: String,
+        mut new_write_id: impl FnMut() -> Result<String, E>,
+        invalid: impl Fn(BuildError) -> E,
+    ) -> Result<Sent<TransactWriteItemsOutput, TransactWriteItemsError>, E> {
+        let mut write_id = write_id;
+        self.transact(|attempt| {
+            if attempt > 1 {
+                write_id = new_write_id()?;
+            }
+            let put = Put::builder()
+                .table_name(self.name())
+                .set_item(Some(item(&write_id)))
+                .condition_expression("attribute_not_exists(pk)")
+                .build()
+                .map_err(&invalid)?;
+            let update = Update::builder()
+                .table_name(self.name())
+                .key(PK, s(count.key.clone()))
+                .update_expression("ADD #n :one SET expires_at = :exp")
+                .condition_expression("attribute_not_exists(#n) OR #n < :max")
+                .expression_attribute_names("#n", "created")
+                .expression_attribute_values(":one", n(1))
+                .expression_attribute_values(":exp", n(count.expires_at))
+                .expression_attribute_values(":max", n(count.max))
+                .build()
+                .map_err(&invalid)?;
+            Ok(self
+                .client()
+                .transact_write_items()
+                .transact_items(TransactWriteItem::builder().put(put).build())
+                .transact_items(TransactWriteItem::builder().update(update).build())
+                .client_request_token(write_id.clone()))
+        })
+        .await
     }
 
     /// Sends the transaction `build` makes (given the attempt, from 1), under the retry policy,

@@ -41,9 +41,13 @@
 //! lost, because it re-reads what it cares about when it reconnects.
 
 mod feed;
+mod fingerprint;
+mod listener;
 mod memory;
+mod permit;
 mod plan;
 mod poller;
+mod refusal;
 mod settings;
 pub(crate) mod stream;
 
@@ -51,9 +55,11 @@ pub(crate) mod stream;
 mod dynamodb;
 
 pub use feed::{Change, ChangeFeed, Changes, FeedError, ListKind, Mark, Observed, Watch};
+pub(crate) use listener::{Announced, Listener};
 pub use memory::{MAX_MEMORY_ITEMS, MemoryFeed};
-pub(crate) use plan::{Announced, ListenPlan, Listener, TaskIds};
-pub use plan::{ListenRefusal, ResourceWatch};
+pub use plan::ResourceWatch;
+pub(crate) use plan::{ListenPlan, TaskIds};
+pub use refusal::ListenRefusal;
 pub use settings::ListenSettings;
 
 /// The change feed, as [`TableError`](crate::aws::TableError) names it.

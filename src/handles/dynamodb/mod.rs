@@ -80,7 +80,7 @@ use super::{
     expiry_ms, validate, validate_list,
 };
 use crate::aws::item::{self as aws_item, Item, n, s};
-use crate::aws::table::{Cancellation, Counted, OWNER_INDEX, PK, Table, handle_key, quota_key};
+use crate::aws::table::{Cancellation, Count, Counted, OWNER_INDEX, PK, Table, handle_key};
 use crate::aws::{AwsTimeouts, TableError};
 use crate::env::now_ms;
 
@@ -216,45 +216,19 @@ impl DynamoDbHandleStore {
         write_id: String,
         now: u64,
     ) -> Result<Handle, HandleError> {
-        use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
         let invalid = |e: aws_sdk_dynamodb::error::BuildError| HandleError::Invalid(e.to_string());
         let (window, left) = quota.window_at(now);
-        let count_key = quota_key(
-            Counted::Handles,
-            window,
-            &CallerQuota::owner_digest(&handle.owner),
-        );
-        let count_expires_at = (now + left.as_millis() as u64).div_ceil(1000) + 60;
-        let mut write_id = write_id;
-        // The owner's count is one item: two of its creates at once conflict, and DynamoDB
-        // cancels one. Nothing of a cancelled transaction was applied, so it is tried again,
-        // with a new write id: the same token again is idempotent for 10 minutes (a repeat of
-        // a transaction that landed succeeds without applying it twice).
+        let digest = CallerQuota::owner_digest(&handle.owner);
+        let count = Count::new(Counted::Handles, &digest, window, left, now, quota.max);
         let sent = self
             .table
-            .transact(|attempt| {
-                if attempt > 1 {
-                    write_id = HandleId::random()?.to_string();
-                }
-                let put = Put::builder()
-                    .table_name(self.table.name())
-                    .set_item(Some(item::new_item(&handle, &write_id)))
-                    .condition_expression("attribute_not_exists(pk)")
-                    .build()
-                    .map_err(invalid)?;
-                let count = self
-                    .table
-                    .count_one(count_key.clone(), u64::from(quota.max), count_expires_at)
-                    .map_err(invalid)?;
-                Ok::<_, HandleError>(
-                    self.table
-                        .client()
-                        .transact_write_items()
-                        .transact_items(TransactWriteItem::builder().put(put).build())
-                        .transact_items(TransactWriteItem::builder().update(count).build())
-                        .client_request_token(write_id.clone()),
-                )
-            })
+            .create_counted(
+                |write_id| item::new_item(&handle, write_id),
+                &count,
+                write_id,
+                || Ok(HandleId::random()?.to_string()),
+                invalid,
+            )
             .await?;
         let Err(e) = sent.result else {
             return Ok(handle);

@@ -78,9 +78,7 @@ use std::fmt;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::types::{
-    AttributeValue, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use futures::future::{BoxFuture, FutureExt};
 use serde_json::Value;
 
@@ -90,7 +88,7 @@ use self::item::{
 };
 use super::{CallerQuota, RoundEnd, TaskError, TaskRecord, TaskStore, now_ms};
 use crate::aws::item::{Item, n, s, text};
-use crate::aws::table::{Cancellation, Counted, PK, Table, quota_key, task_key};
+use crate::aws::table::{Cancellation, Count, Counted, PK, Table, task_key};
 use crate::handles::HandleId;
 
 /// The largest task (its record as JSON) or answer this store writes, in bytes: DynamoDB's
@@ -155,6 +153,23 @@ impl DynamoDbTaskStore {
 }
 
 impl DynamoDbTaskStore {
+    /// Sends an owner's conditional update: the task as it became or, when the condition
+    /// refused it, the task as it is (`NotFound` when it is gone, expired or not `owner`'s).
+    async fn update_as_owner(
+        &self,
+        request: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder,
+        operation: &'static str,
+        owner: &str,
+        now: u64,
+    ) -> Result<TaskRecord, TaskError> {
+        match self.table.send(|| request.clone().send()).await.result {
+            Ok(out) => updated(&out),
+            Err(e) => {
+                live(refused(operation, e)?.as_ref(), Some(owner), now)?.ok_or(TaskError::NotFound)
+            }
+        }
+    }
+
     /// The task's put and its owner's count for the window (`q#t#<window>#<owner>`, expiring
     /// with the window) in one `TransactWriteItems`: both or neither. The write id is the
     /// transaction's idempotency token, so the SDK retrying a landed attempt succeeds.
@@ -167,37 +182,17 @@ impl DynamoDbTaskStore {
     ) -> Result<(), TaskError> {
         let now = now_ms();
         let (window, left) = quota.window_at(now);
-        let count_key = quota_key(Counted::Tasks, window, &CallerQuota::owner_digest(owner));
-        let count_expires_at = (now + left.as_millis() as u64).div_ceil(1000) + 60;
-        let mut write_id = write_id;
-        // The owner's count is one item: two of its creates at once conflict, and DynamoDB
-        // cancels one. Nothing of a cancelled transaction was applied, so it is tried again,
-        // with a new token.
+        let digest = CallerQuota::owner_digest(owner);
+        let count = Count::new(Counted::Tasks, &digest, window, left, now, quota.max);
         let sent = self
             .table
-            .transact(|attempt| {
-                if attempt > 1 {
-                    write_id = token()?;
-                }
-                let put = Put::builder()
-                    .table_name(self.table.name())
-                    .set_item(Some(item.clone()))
-                    .condition_expression("attribute_not_exists(pk)")
-                    .build()
-                    .map_err(|e| TaskError::Invalid(e.to_string()))?;
-                let count = self
-                    .table
-                    .count_one(count_key.clone(), u64::from(quota.max), count_expires_at)
-                    .map_err(|e| TaskError::Invalid(e.to_string()))?;
-                Ok::<_, TaskError>(
-                    self.table
-                        .client()
-                        .transact_write_items()
-                        .transact_items(TransactWriteItem::builder().put(put).build())
-                        .transact_items(TransactWriteItem::builder().update(count).build())
-                        .client_request_token(write_id.clone()),
-                )
-            })
+            .create_counted(
+                |_| item.clone(),
+                &count,
+                write_id,
+                token,
+                |e| TaskError::Invalid(e.to_string()),
+            )
             .await?;
         let Err(e) = sent.result else {
             return Ok(());
@@ -397,17 +392,9 @@ impl TaskStore for DynamoDbTaskStore {
             let request = request.update_expression(expression).condition_expression(
                 "#owner = :owner AND expires_at_ms > :now AND #state = :input_required",
             );
-            let result = self.table.send(|| request.clone().send()).await.result;
-            match result {
-                Ok(out) => updated(&out),
-                // Not waiting for input (any more): the task as it is, like the memory store.
-                Err(e) => live(
-                    refused("UpdateItem (answer)", e)?.as_ref(),
-                    Some(owner),
-                    now,
-                )?
-                .ok_or(TaskError::NotFound),
-            }
+            // Not waiting for input (any more): the task as it is, like the memory store.
+            self.update_as_owner(request, "UpdateItem (answer)", owner, now)
+                .await
         }
         .boxed()
     }
@@ -434,17 +421,9 @@ impl TaskStore for DynamoDbTaskStore {
                 .expression_attribute_values(":completed", s("completed"))
                 .expression_attribute_values(":failed", s("failed"))
                 .expression_attribute_values(":cancelled", s("cancelled"));
-            let result = self.table.send(|| request.clone().send()).await.result;
-            match result {
-                Ok(out) => updated(&out),
-                // Finished already: a no-op, the task as it is.
-                Err(e) => live(
-                    refused("UpdateItem (cancel)", e)?.as_ref(),
-                    Some(owner),
-                    now,
-                )?
-                .ok_or(TaskError::NotFound),
-            }
+            // Finished already: a no-op, the task as it is.
+            self.update_as_owner(request, "UpdateItem (cancel)", owner, now)
+                .await
         }
         .boxed()
     }
