@@ -21,14 +21,17 @@ use std::time::Duration;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{BuildError, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::get_item::builders::GetItemFluentBuilder;
+use aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder;
 use aws_sdk_dynamodb::operation::transact_write_items::{
     TransactWriteItemsError, TransactWriteItemsOutput, builders::TransactWriteItemsFluentBuilder,
 };
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, CreateGlobalSecondaryIndexAction, GlobalSecondaryIndex,
     GlobalSecondaryIndexUpdate, IndexStatus, KeySchemaElement, KeyType, Projection, ProjectionType,
-    Put, ScalarAttributeType, TableDescription, TableStatus, TimeToLiveSpecification,
-    TransactWriteItem, Update,
+    Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TableDescription, TableStatus,
+    TimeToLiveSpecification, TransactWriteItem, Update,
 };
 
 use super::item::{self, Item, n, s};
@@ -219,6 +222,33 @@ impl Table {
             ),
             _ => (false, fail(format!("cannot read it: {}", item::brief(&e)))),
         })
+    }
+
+    /// An `UpdateItem` of the item at `key`.
+    pub(crate) fn update_item(&self, key: String) -> UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(self.name())
+            .key(PK, s(key))
+    }
+
+    /// A strongly consistent `GetItem` of the item at `key`.
+    pub(crate) fn get_item(&self, key: String) -> GetItemFluentBuilder {
+        self.client
+            .get_item()
+            .table_name(self.name())
+            .key(PK, s(key))
+            .consistent_read(true)
+    }
+
+    /// A `PutItem` of `item` only if its key is new, answering the item in the way otherwise.
+    pub(crate) fn put_new(&self, item: Item) -> PutItemFluentBuilder {
+        self.client
+            .put_item()
+            .table_name(self.name())
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
     }
 
     /// A counted create in one `TransactWriteItems`, both or neither: the item `item` makes for

@@ -260,16 +260,7 @@ impl HandleStore for DynamoDbHandleStore {
             if let Some(quota) = self.quota.filter(|_| CallerQuota::counts(owner)) {
                 return self.create_counted(handle, quota, write_id, now).await;
             }
-            let request = self
-                .table
-                .client()
-                .put_item()
-                .table_name(self.table.name())
-                .set_item(Some(item::new_item(&handle, &write_id)))
-                .condition_expression("attribute_not_exists(pk)")
-                .return_values_on_condition_check_failure(
-                    ReturnValuesOnConditionCheckFailure::AllOld,
-                );
+            let request = self.table.put_new(item::new_item(&handle, &write_id));
             let sent = self.table.send(|| request.clone().send()).await;
             let maybe_applied = sent.maybe_applied;
             let result = sent.result;
@@ -303,14 +294,7 @@ impl HandleStore for DynamoDbHandleStore {
             if owner.is_empty() {
                 return Err(HandleError::NotFound);
             }
-            let (pk, pk_value) = item::key(id);
-            let request = self
-                .table
-                .client()
-                .get_item()
-                .table_name(self.table.name())
-                .key(pk, pk_value)
-                .consistent_read(true);
+            let request = self.table.get_item(handle_key(id));
             let out = self
                 .table
                 .send(|| request.clone().send())
@@ -344,13 +328,9 @@ impl HandleStore for DynamoDbHandleStore {
             let write_id = format!("{made}:{}", HandleId::random()?);
             let now = now_ms();
             let expires_at_ms = expiry_ms(now, ttl);
-            let (pk, pk_value) = item::key(id);
             let request = self
                 .table
-                .client()
-                .update_item()
-                .table_name(self.table.name())
-                .key(pk, pk_value)
+                .update_item(handle_key(id))
                 .update_expression(HISTORY_SHIFT_UPDATE)
                 .condition_expression(
                     "#owner = :owner AND expires_at_ms > :now AND attribute_not_exists(#deleted) \
@@ -427,13 +407,9 @@ impl HandleStore for DynamoDbHandleStore {
             validate(owner, None, None, ttl)?;
             let now = now_ms();
             let expires_at_ms = expiry_ms(now, ttl);
-            let (pk, pk_value) = item::key(id);
             let request = self
                 .table
-                .client()
-                .update_item()
-                .table_name(self.table.name())
-                .key(pk, pk_value)
+                .update_item(handle_key(id))
                 // The version moves too: a write issued before this touch (one whose answer was
                 // lost, possibly still on its way) can no longer land.
                 .update_expression(

@@ -143,10 +143,7 @@ impl DynamoDbTaskStore {
         id: HandleId,
     ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
         self.table
-            .client()
-            .update_item()
-            .table_name(self.table.name())
-            .key(PK, s(task_key(id)))
+            .update_item(task_key(id))
             .return_values(ReturnValue::AllNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
     }
@@ -284,16 +281,7 @@ impl TaskStore for DynamoDbTaskStore {
                     .create_counted(item, &task.owner, quota, write_id)
                     .await;
             }
-            let request = self
-                .table
-                .client()
-                .put_item()
-                .table_name(self.table.name())
-                .set_item(Some(item))
-                .condition_expression("attribute_not_exists(pk)")
-                .return_values_on_condition_check_failure(
-                    ReturnValuesOnConditionCheckFailure::AllOld,
-                );
+            let request = self.table.put_new(item);
             let result = self.table.send(|| request.clone().send()).await.result;
             let Err(e) = result else {
                 return Ok(());
@@ -318,13 +306,7 @@ impl TaskStore for DynamoDbTaskStore {
         id: HandleId,
     ) -> BoxFuture<'a, Result<TaskRecord, TaskError>> {
         async move {
-            let request = self
-                .table
-                .client()
-                .get_item()
-                .table_name(self.table.name())
-                .key(PK, s(task_key(id)))
-                .consistent_read(true);
+            let request = self.table.get_item(task_key(id));
             let out = self
                 .table
                 .send(|| request.clone().send())
@@ -492,13 +474,7 @@ impl TaskStore for DynamoDbTaskStore {
         async move {
             let now = now_ms();
             let Some(message) = status_message else {
-                let request = self
-                    .table
-                    .client()
-                    .get_item()
-                    .table_name(self.table.name())
-                    .key(PK, s(task_key(id)))
-                    .consistent_read(true);
+                let request = self.table.get_item(task_key(id));
                 let out = self
                     .table
                     .send(|| request.clone().send())
