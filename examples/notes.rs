@@ -6,7 +6,7 @@ use mcp_lambda::rmcp::handler::server::{
     wrapper::{Json, Parameters},
 };
 use mcp_lambda::rmcp::{self, ServerHandler, schemars, tool, tool_handler, tool_router};
-use mcp_lambda::{App, Caller, Config, Error, Server, handler::HandleResource};
+use mcp_lambda::{App, Caller, Error, Server, handler::HandleResource};
 
 #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 struct Note {
@@ -78,18 +78,16 @@ impl Notes {
 #[tool_handler(router = self.tool_router, name = "notes")]
 impl ServerHandler for Notes {}
 
-async fn server(config: Config) -> Result<Server<Notes>, Error> {
-    let app = App::open(config).await?;
+fn server(app: App) -> Server<Notes> {
     let notes = app.handles("note");
     let tool_router = Notes::tool_router();
-    Ok(app
-        .resource(HandleResource::new("notes://{id}", &notes))
-        .server(Notes { notes, tool_router }))
+    app.resource(HandleResource::new("notes://{id}", &notes))
+        .server(Notes { notes, tool_router })
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    server(Config::load().await?).await?.run().await
+    server(App::load().await?).run().await
 }
 
 #[cfg(test)]
@@ -100,9 +98,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_note_is_written_appended_read_and_listened_to() {
-        let server = super::server(mcp_lambda::Config::local_default())
-            .await
-            .unwrap();
+        let app = mcp_lambda::App::open(mcp_lambda::Config::local_default());
+        let server = super::server(app.await.unwrap());
         let client = TestClient::new(&server);
         let written = client
             .call_tool("write_note", json!({"text": "milk"}))

@@ -46,7 +46,7 @@ pub struct App {
     resources: Option<Arc<dyn ResourceWatch>>,
     handle_resources: Vec<HandleResource>,
     tasks: Option<(Arc<Tasks>, crate::tasks::TaskPolicies)>,
-    /// The authenticator, its keys' fetch started by `Config::load` or by [`new`](Self::new).
+    /// The authenticator, its keys' fetch started by [`load`](Self::load) or [`new`](Self::new).
     auth: Option<Warming>,
 }
 
@@ -63,14 +63,15 @@ impl std::fmt::Debug for App {
 impl App {
     /// Starts from a configuration, and installs the log subscriber it describes (`MCP_LOG`;
     /// a subscriber the program installed first is kept).
-    pub fn new(mut config: Config) -> Self {
+    pub fn new(config: Config) -> Self {
+        let auth = config.auth.as_ref().map(Warming::start);
+        Self::started(config, auth)
+    }
+
+    /// The app of `config`, the issuer's key fetch `auth` under way.
+    fn started(config: Config, auth: Option<Warming>) -> Self {
         config.log.init();
         config.warn_of_unknown_variables();
-        let started = config.auth_warming.take();
-        let auth = config.auth.as_ref().map(|settings| match started {
-            Some(warming) if warming.is_for(settings) => warming,
-            _ => Warming::start(settings),
-        });
         Self {
             config,
             changes: None,
@@ -98,22 +99,74 @@ impl App {
     /// # }
     /// ```
     pub async fn open(config: Config) -> Result<Self, Error> {
-        // The issuer's keys are being fetched meanwhile (`Config::load` or `new` started it).
-        let mut app = Self::new(config);
-        // Let a fetch `new` just started open its connections before the store's synchronous
+        let app = Self::new(config);
+        // Let the fetch `new` just started open its connections before the store's synchronous
         // set-up (a current-thread runtime runs it only when this task yields).
         if app.auth.is_some() {
             tokio::task::yield_now().await;
         }
-        let handles = app.config.handles.open().await?;
-        let changes = app
+        app.open_stores().await
+    }
+
+    /// Start-up in one step: reads every `MCP_*` variable, fetches what they keep in AWS
+    /// (request-state keys, an introspection secret: one call each) while the issuer's keys
+    /// are being fetched, then opens the handle store and the change feed as
+    /// [`open`](Self::open) does: Lambda INIT waits for the slowest of these, not for their sum.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] naming the variable whose value is unusable or could not be fetched;
+    /// [`Error::Table`] when the table is unusable.
+    ///
+    /// ```no_run
+    /// # #[derive(Clone)] struct MyServer;
+    /// # impl mcp_lambda::rmcp::ServerHandler for MyServer {}
+    /// # async fn demo() -> Result<(), mcp_lambda::Error> {
+    /// mcp_lambda::App::load().await?.server(MyServer).run().await
+    /// # }
+    /// ```
+    pub async fn load() -> Result<Self, Error> {
+        Self::load_with(|name| std::env::var(name).ok(), true).await
+    }
+
+    /// [`load`](Self::load) through `lookup` for the `MCP_*` variables. The AWS endpoint,
+    /// region and credentials still come from the process environment (the AWS SDK's loader).
+    ///
+    /// # Errors
+    ///
+    /// As [`load`](Self::load).
+    pub async fn load_from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        Self::load_with(lookup, false).await
+    }
+
+    async fn load_with(
+        lookup: impl Fn(&str) -> Option<String>,
+        process_environment: bool,
+    ) -> Result<Self, Error> {
+        let env = crate::env::Env::new(&lookup);
+        let mut config = Config::read(&env)?;
+        if process_environment {
+            config.note_unknown_process_variables();
+        }
+        let fetched =
+            crate::startup::fetch(&env, config.auth.take(), config.request_state_keys, true)
+                .await?;
+        config.auth = fetched.auth;
+        config.request_state_keys = fetched.request_state_keys;
+        Self::started(config, fetched.warming).open_stores().await
+    }
+
+    /// Opens the handle store and the change feed the configuration names.
+    async fn open_stores(mut self) -> Result<Self, Error> {
+        let handles = self.config.handles.open().await?;
+        let changes = self
             .config
             .listen
-            .open(&app.config.handles, handles.clone())
+            .open(&self.config.handles, handles.clone())
             .await?;
-        app.handles = Some(handles);
-        app.changes = Some(changes);
-        Ok(app)
+        self.handles = Some(handles);
+        self.changes = Some(changes);
+        Ok(self)
     }
 
     /// The configuration it was built from.

@@ -30,7 +30,7 @@
 
 pub use crate::env::{ConfigError, Mode};
 use crate::{
-    auth::{AuthSettings, Warming},
+    auth::AuthSettings,
     cache::CacheHints,
     env::Env,
     handler::ListSettings,
@@ -74,8 +74,6 @@ pub struct Config {
     pub log: LogSettings,
     /// Per-request metrics (EMF).
     pub metrics: MetricsSettings,
-    /// The issuer's keys, their fetch started by [`Config::load`] (the app adopts it).
-    pub(crate) auth_warming: Option<Warming>,
     /// The `MCP_` variables of the process environment no concept reads (a misspelt name is
     /// otherwise silently ignored), each with the known name it is closest to; the app warns
     /// of each once its log is up.
@@ -208,10 +206,12 @@ impl Config {
         }
     }
 
-    /// Reads the configuration from the process environment and fetches the request-state
-    /// key(s) it names in SSM Parameter Store or Secrets Manager (one call each, at start-up:
-    /// Lambda INIT; feature `aws-secrets`). With no key in AWS this is [`Config::from_env`] and
-    /// makes no call.
+    /// Reads the configuration from the process environment and fetches the values it keeps
+    /// in SSM Parameter Store or Secrets Manager: request-state keys, an introspection secret
+    /// (one call each, at start-up: Lambda INIT; feature `aws-secrets`). With nothing in AWS
+    /// this is [`Config::from_env`] and makes no call. It starts nothing that outlives it:
+    /// [`App::load`](crate::App::load) runs the same step and fetches the issuer's keys
+    /// meanwhile, which a server should prefer.
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), mcp_lambda::Error> {
@@ -256,25 +256,22 @@ impl Config {
     ) -> Result<Self, ConfigError> {
         let env = Env::new(&lookup);
         let mut config = Self::read(&env)?;
-        // An introspection secret kept in AWS (one call) is part of what the authenticator is
-        // made of, so it comes first; with the secret inline this makes no call.
-        if let Some(auth) = config.auth.take() {
-            config.auth = Some(auth.fetch_pending_secret(&env).await?);
-        }
-        // Nothing orders the two: the issuer's keys are fetched while the request-state keys
-        // are, and the app adopts the fetch.
-        config.auth_warming = config.auth.as_ref().map(Warming::start);
-        // On a current-thread runtime (`crate::runtime()` on Lambda) the fetch runs only when
-        // this task yields, and what follows starts with milliseconds of synchronous work (the
-        // AWS SDK reads the system's root certificates): let it open its connections first.
-        if config.auth_warming.is_some() {
-            tokio::task::yield_now().await;
-        }
-        config.request_state_keys = config.request_state_keys.fetch_pending(&env).await?;
+        let fetched =
+            crate::startup::fetch(&env, config.auth.take(), config.request_state_keys, false)
+                .await?;
+        config.auth = fetched.auth;
+        config.request_state_keys = fetched.request_state_keys;
         Ok(config)
     }
 
-    fn read(env: &Env<'_>) -> Result<Self, ConfigError> {
+    /// The `MCP_` variables of the process environment no concept reads, for
+    /// [`warn_of_unknown_variables`](Self::warn_of_unknown_variables).
+    pub(crate) fn note_unknown_process_variables(&mut self) {
+        self.unknown_variables = unknown_variables(process_variable_names());
+    }
+
+    /// The settings as `env` gives them, values kept in AWS still to fetch.
+    pub(crate) fn read(env: &Env<'_>) -> Result<Self, ConfigError> {
         Ok(Self {
             mode: env.mode(),
             http: HttpSettings::from_env(env)?,
@@ -289,7 +286,6 @@ impl Config {
             auth: AuthSettings::from_env(env)?,
             log: LogSettings::from_env(env)?,
             metrics: MetricsSettings::from_env(env)?,
-            auth_warming: None,
             unknown_variables: Vec::new(),
         })
     }

@@ -97,7 +97,7 @@
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), mcp_lambda::Error> {
-//!     let app = App::open(Config::load().await?).await?;
+//!     let app = App::load().await?;
 //!     let counters = app.handles("counter");
 //!     app.resource(HandleResource::new("counter://{id}", &counters))
 //!         .server(Counters { counters, tool_router: Counters::tool_router() })
@@ -164,6 +164,7 @@ pub mod request_state;
 mod rmcp_gaps;
 pub mod serve;
 pub mod shutdown;
+mod startup;
 pub mod tasks;
 #[cfg(feature = "test-util")]
 pub mod testing;

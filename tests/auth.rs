@@ -613,16 +613,16 @@ async fn start_up_asks_both_metadata_documents_at_once_and_fetches_the_keys_whil
         ("MCP_AUTH_AUDIENCE", AUDIENCE),
     ];
     let started = std::time::Instant::now();
-    // `Config::load` starts the key fetch; the app adopts it, and the first request with a
-    // token waits for it (rather than fetching again).
-    let config = mcp_lambda::Config::load_from_lookup(lookup(&vars))
+    // `App::load` starts the key fetch, and the first request with a token waits for it
+    // (rather than fetching again).
+    let app = mcp_lambda::App::load_from_lookup(lookup(&vars))
         .await
         .unwrap();
     assert!(
         started.elapsed() < delay,
-        "Config::load does not wait for the issuer"
+        "App::load does not wait for the issuer"
     );
-    let server = mcp_lambda::App::open(config).await.unwrap().server(Fixture);
+    let server = app.server(Fixture);
     let claims = json!({"iss": issuer, "aud": AUDIENCE, "sub": "alice", "scope": "",
         "exp": now() + 600, "nbf": now() - 10, "iat": now() - 10});
     let answer = TestClient::new(&server)
@@ -659,8 +659,8 @@ fn counting_listener() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize
 /// On one thread (what `mcp_lambda::runtime()` builds on Lambda) the key fetch runs only when
 /// start-up yields; start-up then does synchronous work (the AWS SDK reading the system's root
 /// certificates, building clients), which must not hold the issuer's chain back: the fetch has
-/// opened its connection by the time `Config::load` returns, and by the time `App::open` does
-/// when the app starts the fetch itself.
+/// opened its connection by the time `App::load` returns, and by the time `App::open` does
+/// when the app starts the fetch itself. `Config::load`, settings only, starts nothing.
 #[tokio::test(flavor = "current_thread")]
 async fn on_one_thread_the_key_fetch_is_under_way_before_start_up_goes_on() {
     let busy = std::time::Duration::from_millis(200);
@@ -675,7 +675,7 @@ async fn on_one_thread_the_key_fetch_is_under_way_before_start_up_goes_on() {
 
     let (jwks, accepted) = counting_listener();
     let vars = keys_served_at(&jwks);
-    let _config = mcp_lambda::Config::load_from_lookup(lookup(&vars))
+    let _app = mcp_lambda::App::load_from_lookup(lookup(&vars))
         .await
         .unwrap();
     // Synchronous start-up work: nothing else runs on this thread meanwhile.
@@ -683,7 +683,21 @@ async fn on_one_thread_the_key_fetch_is_under_way_before_start_up_goes_on() {
     assert_eq!(
         accepted.load(std::sync::atomic::Ordering::SeqCst),
         1,
-        "Config::load returned before the key fetch opened its connection"
+        "App::load returned before the key fetch opened its connection"
+    );
+
+    // Settings are data: reading them starts nothing.
+    let (jwks, accepted) = counting_listener();
+    let vars = keys_served_at(&jwks);
+    let _config = mcp_lambda::Config::load_from_lookup(lookup(&vars))
+        .await
+        .unwrap();
+    tokio::task::yield_now().await;
+    std::thread::sleep(busy);
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "Config::load started a fetch"
     );
 
     let (jwks, accepted) = counting_listener();

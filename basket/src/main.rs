@@ -34,7 +34,7 @@
 //! `MCP_CACHE_RESOURCES_READ` says, their `cacheScope` is `private` (default `0,private`).
 
 use basket::{Basket, KIND, resource, task_policy};
-use mcp_lambda::{App, Config, Error, config::Mode};
+use mcp_lambda::{App, Error, config::Mode};
 
 fn main() -> Result<(), Error> {
     // One thread on on-demand Lambda (one invocation at a time), a worker per core elsewhere.
@@ -43,8 +43,9 @@ fn main() -> Result<(), Error> {
 
 async fn serve() -> Result<(), Error> {
     // Reads every MCP_* variable (fetching the request-state key from SSM or Secrets Manager if
-    // it is kept there) and opens the handle store and the change feed: once, during Lambda INIT.
-    let mut app = App::open(Config::load().await?).await?;
+    // it is kept there, while the issuer's keys are fetched) and opens the handle store and the
+    // change feed: once, during Lambda INIT.
+    let mut app = App::load().await?;
     // place_order may run as a durable task: locally on this process's runtime; on Lambda each
     // round is handed to the Lambda service (an asynchronous invocation of this function), which
     // needs a store every invocation shares, so there only with MCP_HANDLES_TABLE.

@@ -178,8 +178,9 @@ impl AuthSettings {
         Some(ConfigError::new(
             variable,
             value,
-            "names a secret kept in AWS, fetched at start-up: read the configuration with \
-             `Config::load().await` instead of `Config::from_env()`",
+            "names a secret kept in AWS, fetched at start-up: start with \
+             `App::load().await` (or read it with `Config::load().await`) instead of \
+             `Config::from_env()`",
         ))
     }
 

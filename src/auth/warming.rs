@@ -1,9 +1,10 @@
 //! The issuer's keys fetched as early as start-up allows, awaited only before serving.
 //!
-//! [`Config::load`](crate::Config::load) starts the fetch while it fetches the request-state
-//! keys, [`App`](crate::App) adopts it (or starts it when the configuration came from
-//! elsewhere), and `Server::run` waits for it next to the list fingerprints, so Lambda INIT
-//! waits for the slowest of these chains rather than for their sum.
+//! Start-up's one step (`startup.rs`, through [`App::load`](crate::App::load)) starts the fetch
+//! while it fetches the request-state keys, [`App::new`](crate::App::new) starts it when the
+//! configuration came from elsewhere, and `Server::run` waits for it next to the list
+//! fingerprints, so Lambda INIT waits for the slowest of these chains rather than for their
+//! sum.
 
 use std::sync::{Arc, Mutex};
 
@@ -37,11 +38,6 @@ impl Warming {
             auth,
             fetch: Arc::new(Mutex::new(fetch)),
         }
-    }
-
-    /// Whether it was made for `settings`.
-    pub(crate) fn is_for(&self, settings: &AuthSettings) -> bool {
-        self.auth.settings() == settings
     }
 
     pub(crate) fn authenticator(&self) -> &Arc<Authenticator> {

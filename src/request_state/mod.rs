@@ -133,8 +133,9 @@ impl RequestStateKeys {
         Some(ConfigError::new(
             variable,
             value,
-            "names a key kept in AWS, fetched at start-up: read the configuration with \
-             `Config::load().await` instead of `Config::from_env()`",
+            "names a key kept in AWS, fetched at start-up: start with \
+             `App::load().await` (or read it with `Config::load().await`) instead of \
+             `Config::from_env()`",
         ))
     }
 

@@ -64,7 +64,7 @@ impl Threads {
 ///
 /// fn main() -> Result<(), Error> {
 ///     mcp_lambda::runtime()?.block_on(async {
-///         App::open(Config::load().await?).await?.server(MyServer).run().await
+///         App::load().await?.server(MyServer).run().await
 ///     })
 /// }
 /// ```

@@ -3,7 +3,7 @@
 use mcp_lambda::handles::{HandleError, Handles};
 use mcp_lambda::rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
 use mcp_lambda::rmcp::{self, ServerHandler, schemars, tool, tool_handler, tool_router};
-use mcp_lambda::{App, Caller, Config, Error, Server, handler::HandleResource};
+use mcp_lambda::{App, Caller, Error, Server, handler::HandleResource};
 
 /// What a handle keeps between calls: one to-do of its owner's.
 #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -34,18 +34,16 @@ impl MyServer {
 #[tool_handler(router = self.tool_router, name = "{{ project_name }}")]
 impl ServerHandler for MyServer {}
 
-async fn server(config: Config) -> Result<Server<MyServer>, Error> {
-    let app = App::open(config).await?;
+fn server(app: App) -> Server<MyServer> {
     let todos = app.handles("todo");
     let tool_router = MyServer::tool_router();
-    Ok(app
-        .resource(HandleResource::new("todo://{id}", &todos))
-        .server(MyServer { todos, tool_router }))
+    app.resource(HandleResource::new("todo://{id}", &todos))
+        .server(MyServer { todos, tool_router })
 }
 
 // One thread on on-demand Lambda (one invocation at a time), a worker per core elsewhere.
 fn main() -> Result<(), Error> {
-    mcp_lambda::runtime()?.block_on(async { server(Config::load().await?).await?.run().await })
+    mcp_lambda::runtime()?.block_on(async { server(App::load().await?).run().await })
 }
 
 #[cfg(test)]
@@ -55,9 +53,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_todo_is_written_down_and_read_back_by_its_owner() {
-        let server = super::server(mcp_lambda::Config::local_default())
-            .await
-            .unwrap();
+        let app = mcp_lambda::App::open(mcp_lambda::Config::local_default());
+        let server = super::server(app.await.unwrap());
         let client = TestClient::new(&server);
         let added = client
             .call_tool("add_todo", json!({"text": "ship it"}))
