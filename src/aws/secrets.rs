@@ -24,22 +24,7 @@ pub(crate) async fn read_text(
     let sdk = loader(timeouts).load().await;
     let client = SignedJsonClient::new(&sdk, timeouts).await?;
     let text = match secret {
-        SecretIn::Ssm(name) => {
-            let answer = client
-                .call(
-                    "SSM",
-                    "ssm",
-                    name,
-                    "AmazonSSM.GetParameter",
-                    json!({ "Name": name, "WithDecryption": true }),
-                )
-                .await
-                .map_err(|e| format!("cannot read the SSM parameter: {e}"))?;
-            answer["Parameter"]["Value"]
-                .as_str()
-                .ok_or("the SSM answer carries no Parameter.Value")?
-                .to_string()
-        }
+        SecretIn::Ssm(name) => ssm_parameter(&client, name).await?,
         SecretIn::SecretsManager(id) => {
             let answer = client
                 .call(
@@ -62,4 +47,27 @@ pub(crate) async fn read_text(
         return Err("the stored value is empty".into());
     }
     Ok(text)
+}
+
+/// The decrypted value of the SSM parameter `name` (a `SecureString`): one signed
+/// `GetParameter`.
+///
+/// # Errors
+///
+/// What went wrong, in words for a [`ConfigError`](crate::config::ConfigError)'s reason.
+pub(crate) async fn ssm_parameter(client: &SignedJsonClient, name: &str) -> Result<String, String> {
+    let answer = client
+        .call(
+            "SSM",
+            "ssm",
+            name,
+            "AmazonSSM.GetParameter",
+            json!({ "Name": name, "WithDecryption": true }),
+        )
+        .await
+        .map_err(|e| format!("cannot read the SSM parameter: {e}"))?;
+    answer["Parameter"]["Value"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| "the SSM answer carries no Parameter.Value".to_owned())
 }

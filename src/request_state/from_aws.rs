@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use super::{KeySource, RequestStateKeys, decode_key};
 use crate::aws::{
     AwsTimeouts, loader,
+    secrets::ssm_parameter,
     signed::{AwsCallError, SignedJsonClient},
 };
 use crate::env::ConfigError;
@@ -47,20 +48,8 @@ pub(super) async fn fetch(
                     value: name.clone(),
                     reason,
                 };
-                let answer = fetcher
-                    .call(
-                        "SSM",
-                        "ssm",
-                        name,
-                        "AmazonSSM.GetParameter",
-                        json!({ "Name": name, "WithDecryption": true }),
-                    )
-                    .await
-                    .map_err(|e| fail(format!("cannot read the SSM parameter: {e}")))?;
-                let value = answer["Parameter"]["Value"]
-                    .as_str()
-                    .ok_or_else(|| fail("the SSM answer carries no Parameter.Value".to_string()))?;
-                Some(decode_key(value).ok_or_else(|| {
+                let value = ssm_parameter(&fetcher, name).await.map_err(fail)?;
+                Some(decode_key(&value).ok_or_else(|| {
                     fail(
                         "the parameter's value is not standard base64 of at least 32 bytes \
                          (store the output of `openssl rand -base64 32` as a SecureString)"

@@ -150,6 +150,24 @@ impl DynamoDbTaskStore {
 }
 
 impl DynamoDbTaskStore {
+    /// The task `id` as one consistent `GetItem` reads it, if it is live (and `owner`'s, if
+    /// given); otherwise `NotFound`.
+    async fn read_live(
+        &self,
+        id: HandleId,
+        owner: Option<&str>,
+        now: u64,
+    ) -> Result<TaskRecord, TaskError> {
+        let request = self.table.get_item(task_key(id));
+        let out = self
+            .table
+            .send(|| request.clone().send())
+            .await
+            .result
+            .map_err(|e| failure("GetItem", &e))?;
+        live(out.item(), owner, now)?.ok_or(TaskError::NotFound)
+    }
+
     /// Sends an owner's conditional update: the task as it became or, when the condition
     /// refused it, the task as it is (`NotFound` when it is gone, expired or not `owner`'s).
     async fn update_as_owner(
@@ -305,17 +323,7 @@ impl TaskStore for DynamoDbTaskStore {
         owner: &'a str,
         id: HandleId,
     ) -> BoxFuture<'a, Result<TaskRecord, TaskError>> {
-        async move {
-            let request = self.table.get_item(task_key(id));
-            let out = self
-                .table
-                .send(|| request.clone().send())
-                .await
-                .result
-                .map_err(|e| failure("GetItem", &e))?;
-            live(out.item(), Some(owner), now_ms())?.ok_or(TaskError::NotFound)
-        }
-        .boxed()
+        async move { self.read_live(id, Some(owner), now_ms()).await }.boxed()
     }
 
     fn answer<'a>(
@@ -474,14 +482,7 @@ impl TaskStore for DynamoDbTaskStore {
         async move {
             let now = now_ms();
             let Some(message) = status_message else {
-                let request = self.table.get_item(task_key(id));
-                let out = self
-                    .table
-                    .send(|| request.clone().send())
-                    .await
-                    .result
-                    .map_err(|e| failure("GetItem", &e))?;
-                let task = live(out.item(), None, now)?.ok_or(TaskError::NotFound)?;
+                let task = self.read_live(id, None, now).await?;
                 return Ok(task.cancel_requested);
             };
             if message.len() > MAX_TASK_BYTES {
