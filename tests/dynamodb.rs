@@ -367,22 +367,7 @@ async fn fifty_concurrent_add_item_calls_on_one_basket_make_exactly_fifty() {
     let id = server.ok("create_basket", json!({})).await["basket_id"].clone();
 
     let started = Instant::now();
-    let calls: Vec<_> = (0..50)
-        .map(|_| {
-            let (server, id) = (server.clone(), id.clone());
-            tokio::spawn(async move {
-                server
-                    .ok(
-                        "add_item",
-                        json!({ "basket_id": id, "sku": "TEA", "quantity": 1 }),
-                    )
-                    .await
-            })
-        })
-        .collect();
-    for call in calls {
-        call.await.unwrap();
-    }
+    basket::add_one_tea_concurrently(&server, &id, 50).await;
     eprintln!(
         "50 concurrent add_item on DynamoDB: {:?}",
         started.elapsed()
