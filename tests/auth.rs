@@ -43,6 +43,13 @@ impl Setup {
     fn token(&self, scope: &str) -> String {
         self.keys[0].sign(&self.issuer.claims(AUDIENCE, "alice", scope))
     }
+
+    /// The status a `basic` caller's `echo_1` gets: the key-cache tests ask it again and again.
+    async fn basic_echo_1_status(&self) -> http::StatusCode {
+        post(&self.service, bearer(call("echo_1"), &self.token("basic")))
+            .await
+            .status
+    }
 }
 
 fn call(tool: &str) -> (Vec<(String, String)>, Vec<u8>) {
@@ -334,21 +341,11 @@ async fn lists_show_only_callable_tools_and_are_private() {
 async fn a_rotated_key_is_accepted_after_one_refresh_and_bursts_are_rate_limited() {
     let s = setup(&[]).await;
     // Warm: the first token loads the JWKS once.
-    assert_eq!(
-        post(&s.service, bearer(call("echo_1"), &s.token("basic")))
-            .await
-            .status,
-        200
-    );
+    assert_eq!(s.basic_echo_1_status().await, 200);
     let warm = s.issuer.fetches();
     assert_eq!(warm, 1);
     for _ in 0..20 {
-        assert_eq!(
-            post(&s.service, bearer(call("echo_1"), &s.token("basic")))
-                .await
-                .status,
-            200
-        );
+        assert_eq!(s.basic_echo_1_status().await, 200);
     }
     assert_eq!(
         s.issuer.fetches(),
@@ -373,12 +370,7 @@ async fn a_rotated_key_is_accepted_after_one_refresh_and_bursts_are_rate_limited
     // … while with a zero interval it is accepted after exactly one refresh,
     // and a burst of unknown kids costs at most one fetch per interval.
     let s = setup(&[("MCP_AUTH_JWKS_MIN_REFRESH_SECS", "0")]).await;
-    assert_eq!(
-        post(&s.service, bearer(call("echo_1"), &s.token("basic")))
-            .await
-            .status,
-        200
-    );
+    assert_eq!(s.basic_echo_1_status().await, 200);
     let new = TestKey::p256("ec-2");
     s.issuer.set_keys(&[&s.keys[0], &new]);
     let before = s.issuer.fetches();
@@ -418,19 +410,9 @@ async fn a_burst_of_unknown_kids_fetches_at_most_once_per_interval() {
 #[tokio::test]
 async fn cached_keys_keep_verifying_while_the_issuer_is_down() {
     let s = setup(&[("MCP_AUTH_JWKS_MIN_REFRESH_SECS", "0")]).await;
-    assert_eq!(
-        post(&s.service, bearer(call("echo_1"), &s.token("basic")))
-            .await
-            .status,
-        200
-    );
+    assert_eq!(s.basic_echo_1_status().await, 200);
     s.issuer.down.store(true, Ordering::SeqCst);
-    assert_eq!(
-        post(&s.service, bearer(call("echo_1"), &s.token("basic")))
-            .await
-            .status,
-        200
-    );
+    assert_eq!(s.basic_echo_1_status().await, 200);
     // An unknown kid now finds the issuer down: refused, and the cache survives.
     let stray = TestKey::ed25519("stray");
     let a = post(
@@ -442,12 +424,7 @@ async fn cached_keys_keep_verifying_while_the_issuer_is_down() {
     )
     .await;
     assert_eq!(a.status, 401);
-    assert_eq!(
-        post(&s.service, bearer(call("echo_1"), &s.token("basic")))
-            .await
-            .status,
-        200
-    );
+    assert_eq!(s.basic_echo_1_status().await, 200);
 }
 
 #[tokio::test]

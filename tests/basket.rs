@@ -242,22 +242,7 @@ async fn fifty_concurrent_adds_to_one_basket_all_land() {
     let server = std::sync::Arc::new(Server::start(&[]).await);
     let id = server.ok("create_basket", json!({})).await["basket_id"].clone();
 
-    let calls: Vec<_> = (0..50)
-        .map(|_| {
-            let (server, id) = (server.clone(), id.clone());
-            tokio::spawn(async move {
-                server
-                    .ok(
-                        "add_item",
-                        json!({ "basket_id": id, "sku": "TEA", "quantity": 1 }),
-                    )
-                    .await;
-            })
-        })
-        .collect();
-    for call in calls {
-        call.await.unwrap();
-    }
+    add_one_tea_concurrently(&server, &id, 50).await;
 
     let view = server.ok("view_basket", json!({ "basket_id": id })).await;
     assert_eq!(items(&view), [("TEA".to_owned(), 50)]);
@@ -297,20 +282,9 @@ async fn tools_list_names_the_seven_tools_and_the_expiry_policy() {
 async fn a_basket_belongs_to_its_creator_and_looks_missing_to_anyone_else() {
     let auth = WithAuth::start().await;
     let server = &auth.server;
-    let token = |who: &str| auth.token(who);
-    *server.token.lock().unwrap() = Some(token("alice"));
-    let id = server.ok("create_basket", json!({})).await["basket_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    server
-        .ok(
-            "add_item",
-            json!({"basket_id": id, "sku": "tea", "quantity": 2}),
-        )
-        .await;
+    let id = auth.alices_basket_of_two_teas().await;
 
-    *server.token.lock().unwrap() = Some(token("bob"));
+    auth.act_as("bob");
     let unknown = server
         .tool_error(
             "view_basket",
@@ -333,7 +307,7 @@ async fn a_basket_belongs_to_its_creator_and_looks_missing_to_anyone_else() {
         );
     }
 
-    *server.token.lock().unwrap() = Some(token("alice"));
+    auth.act_as("alice");
     let view: Value = server.ok("view_basket", json!({"basket_id": id})).await;
     assert_eq!(
         items(&view),
@@ -346,15 +320,12 @@ async fn a_basket_belongs_to_its_creator_and_looks_missing_to_anyone_else() {
 async fn list_baskets_pages_through_the_callers_own_baskets_newest_first() {
     let auth = WithAuth::start_with(&[("MCP_HANDLES_PAGE_SIZE", "2")]).await;
     let server = &auth.server;
-    *server.token.lock().unwrap() = Some(auth.token("bob"));
+    auth.act_as("bob");
     server.ok("create_basket", json!({})).await;
-    *server.token.lock().unwrap() = Some(auth.token("alice"));
+    auth.act_as("alice");
     let mut made = Vec::new();
     for sku in ["tea", "jam", "oat"] {
-        let id = server.ok("create_basket", json!({})).await["basket_id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let id = new_basket_id(server).await;
         server
             .ok(
                 "add_item",
@@ -396,7 +367,7 @@ async fn list_baskets_pages_through_the_callers_own_baskets_newest_first() {
     assert!(second.get("next_cursor").is_none(), "{second}");
 
     // Bob sees his one basket, and cannot continue Alice's list.
-    *server.token.lock().unwrap() = Some(auth.token("bob"));
+    auth.act_as("bob");
     let bobs = server.ok("list_baskets", json!({})).await;
     assert_eq!(bobs["baskets"].as_array().unwrap().len(), 1, "{bobs}");
     let refused = server
@@ -474,10 +445,7 @@ async fn each_basket_is_a_resource_its_template_names() {
 #[tokio::test]
 async fn the_owner_reads_a_basket_as_json_and_no_cache_may_share_it() {
     let server = Server::start(&[]).await;
-    let id = server.ok("create_basket", json!({})).await["basket_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = new_basket_id(&server).await;
     let uri = format!("basket://{id}");
 
     let empty = server.read(&uri).await;
@@ -555,10 +523,7 @@ async fn a_public_resources_read_hint_stays_private_for_baskets() {
 #[tokio::test]
 async fn unknown_expired_and_malformed_basket_uris_are_all_not_found() {
     let server = Server::start(&[("MCP_HANDLE_TTL_SECS", "1")]).await;
-    let expired = server.ok("create_basket", json!({})).await["basket_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let expired = new_basket_id(&server).await;
     tokio::time::sleep(Duration::from_millis(2200)).await;
 
     for uri in [
@@ -581,23 +546,12 @@ async fn unknown_expired_and_malformed_basket_uris_are_all_not_found() {
 async fn a_basket_resource_reads_as_not_found_to_anyone_but_its_owner() {
     let auth = WithAuth::start().await;
     let server = &auth.server;
-    let token = |who: &str| auth.token(who);
-    *server.token.lock().unwrap() = Some(token("alice"));
-    let id = server.ok("create_basket", json!({})).await["basket_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    server
-        .ok(
-            "add_item",
-            json!({"basket_id": id, "sku": "tea", "quantity": 2}),
-        )
-        .await;
+    let id = auth.alices_basket_of_two_teas().await;
     let uri = format!("basket://{id}");
     let mine = server.read(&uri).await;
     assert!(mine.get("error").is_none(), "{mine}");
 
-    *server.token.lock().unwrap() = Some(token("bob"));
+    auth.act_as("bob");
     let (status, headers, theirs) = server
         .send("resources/read", Some(&uri), json!({ "uri": uri }))
         .await;
@@ -616,7 +570,7 @@ async fn a_basket_resource_reads_as_not_found_to_anyone_but_its_owner() {
         "errors are not cached"
     );
 
-    *server.token.lock().unwrap() = Some(token("alice"));
+    auth.act_as("alice");
     let again = server.read(&uri).await;
     assert_eq!(again["result"]["contents"], mine["result"]["contents"]);
 }
@@ -624,10 +578,7 @@ async fn a_basket_resource_reads_as_not_found_to_anyone_but_its_owner() {
 #[tokio::test]
 async fn resources_read_needs_the_uri_in_mcp_name() {
     let server = Server::start(&[]).await;
-    let id = server.ok("create_basket", json!({})).await["basket_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = new_basket_id(&server).await;
     let uri = format!("basket://{id}");
     let other = "basket://00000000-0000-4000-8000-000000000000";
     for name in [Some(other), Some(id.as_str()), None] {
@@ -645,11 +596,9 @@ async fn resources_read_needs_the_uri_in_mcp_name() {
 async fn a_listener_hears_of_its_own_baskets_only() {
     let auth = WithAuth::start().await;
     let server = &auth.server;
-    let token = |who: &str| auth.token(who);
-    let as_user = |who: &str| *server.token.lock().unwrap() = Some(token(who));
-    as_user("alice");
+    auth.act_as("alice");
     let alices = server.ok("create_basket", json!({})).await["basket_id"].clone();
-    as_user("bob");
+    auth.act_as("bob");
     let bobs = server.ok("create_basket", json!({})).await["basket_id"].clone();
     let (alices_uri, bobs_uri) = (
         format!("basket://{}", alices.as_str().unwrap()),
@@ -668,14 +617,14 @@ async fn a_listener_hears_of_its_own_baskets_only() {
         json!({"resourceSubscriptions": [bobs_uri]})
     );
 
-    as_user("alice");
+    auth.act_as("alice");
     server
         .ok(
             "add_item",
             json!({"basket_id": alices, "sku": "TEA", "quantity": 1}),
         )
         .await;
-    as_user("bob");
+    auth.act_as("bob");
     server
         .ok(
             "add_item",
@@ -758,6 +707,14 @@ async fn a_clients_refusals_and_closed_streams_log_no_warning_or_error() {
 }
 
 /// The basket with auth on: a loopback issuer and real signatures.
+/// A new basket's id, where most tests here begin.
+async fn new_basket_id(server: &Server) -> String {
+    server.ok("create_basket", json!({})).await["basket_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 struct WithAuth {
     server: Server,
     key: TestKey,
@@ -786,6 +743,24 @@ impl WithAuth {
             key,
             issuer,
         }
+    }
+
+    /// Makes the server's next requests `who`'s (with a token for them): the tests switch users.
+    fn act_as(&self, who: &str) {
+        *self.server.token.lock().unwrap() = Some(self.token(who));
+    }
+
+    /// The owner tests' start: alice's new basket holding two tea; its id.
+    async fn alices_basket_of_two_teas(&self) -> String {
+        self.act_as("alice");
+        let id = new_basket_id(&self.server).await;
+        self.server
+            .ok(
+                "add_item",
+                json!({"basket_id": id, "sku": "tea", "quantity": 2}),
+            )
+            .await;
+        id
     }
 
     /// A token for the user `who`.

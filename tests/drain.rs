@@ -74,6 +74,17 @@ fn post_head(host: SocketAddr, length: &str) -> String {
     )
 }
 
+/// The drain tests' request in flight: a `create_basket` whose head and first 10 bytes of body
+/// are sent, then 300 ms for the server to begin reading it; the open connection and the body.
+async fn a_request_stuck_in_its_body(basket: &Basket) -> (TcpStream, Vec<u8>) {
+    let (head, body) = create_basket(basket.addr);
+    let mut stream = TcpStream::connect(basket.addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&body[..10]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    (stream, body)
+}
+
 /// Reads until the server closes; what arrived (a reset after some bytes is an error).
 async fn read_to_close(stream: &mut TcpStream) -> std::io::Result<String> {
     let mut answer = Vec::new();
@@ -84,12 +95,8 @@ async fn read_to_close(stream: &mut TcpStream) -> std::io::Result<String> {
 #[tokio::test]
 async fn a_request_in_flight_is_answered_after_sigterm_and_new_connections_are_refused() {
     let mut basket = start(&[]).await;
-    let (head, body) = create_basket(basket.addr);
-    let mut stream = TcpStream::connect(basket.addr).await.unwrap();
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(&body[..10]).await.unwrap();
+    let (mut stream, body) = a_request_stuck_in_its_body(&basket).await;
     // The server is now reading the body of a request it has begun.
-    tokio::time::sleep(Duration::from_millis(300)).await;
     basket.sigterm();
     wait_refused(basket.addr).await;
     stream.write_all(&body[10..]).await.unwrap();
@@ -182,11 +189,7 @@ async fn a_connection_that_sends_nothing_holds_the_drain_only_briefly() {
 #[tokio::test]
 async fn a_second_signal_ends_the_drain() {
     let mut basket = start(&[]).await;
-    let (head, body) = create_basket(basket.addr);
-    let mut stream = TcpStream::connect(basket.addr).await.unwrap();
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(&body[..10]).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_stream, _) = a_request_stuck_in_its_body(&basket).await;
     basket.sigterm();
     // The stuck request would hold the drain for 30 s; a second SIGTERM means "now".
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -200,11 +203,7 @@ async fn a_second_signal_ends_the_drain() {
 #[tokio::test]
 async fn with_drain_secs_0_a_stuck_request_does_not_hold_the_exit() {
     let mut basket = start(&[("MCP_DRAIN_SECS", "0")]).await;
-    let (head, body) = create_basket(basket.addr);
-    let mut stream = TcpStream::connect(basket.addr).await.unwrap();
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(&body[..10]).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_stream, _) = a_request_stuck_in_its_body(&basket).await;
     basket.sigterm();
     let (status, took, log) = basket.exit(Duration::from_secs(5)).await;
     assert!(status.success(), "exit status {status}: {log}");
@@ -214,11 +213,7 @@ async fn with_drain_secs_0_a_stuck_request_does_not_hold_the_exit() {
 #[tokio::test]
 async fn a_stuck_request_is_dropped_at_the_drain_deadline() {
     let mut basket = start(&[("MCP_DRAIN_SECS", "2")]).await;
-    let (head, body) = create_basket(basket.addr);
-    let mut stream = TcpStream::connect(basket.addr).await.unwrap();
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(&body[..10]).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_stream, _) = a_request_stuck_in_its_body(&basket).await;
     basket.sigterm();
     let (status, took, log) = basket.exit(Duration::from_secs(8)).await;
     assert!(status.success(), "exit status {status}: {log}");

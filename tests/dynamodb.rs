@@ -367,22 +367,7 @@ async fn fifty_concurrent_add_item_calls_on_one_basket_make_exactly_fifty() {
     let id = server.ok("create_basket", json!({})).await["basket_id"].clone();
 
     let started = Instant::now();
-    let calls: Vec<_> = (0..50)
-        .map(|_| {
-            let (server, id) = (server.clone(), id.clone());
-            tokio::spawn(async move {
-                server
-                    .ok(
-                        "add_item",
-                        json!({ "basket_id": id, "sku": "TEA", "quantity": 1 }),
-                    )
-                    .await
-            })
-        })
-        .collect();
-    for call in calls {
-        call.await.unwrap();
-    }
+    basket::add_one_tea_concurrently(&server, &id, 50).await;
     eprintln!(
         "50 concurrent add_item on DynamoDB: {:?}",
         started.elapsed()
@@ -456,13 +441,18 @@ async fn a_write_whose_answer_is_lost_recognises_itself_on_retry_or_says_its_out
     );
     assert_eq!(read(h.id).await.unwrap().data, json!({ "n": 1 }));
 
+    // Both deletes below start alike: a fresh basket, the proxy told to lose one answer.
+    let a_basket_whose_next_update_answer_is_lost = async || {
+        let doomed = store
+            .create(&alice, "basket", json!(0), HOUR)
+            .await
+            .unwrap();
+        proxy.take();
+        proxy.swallow("UpdateItem", 1);
+        doomed
+    };
     // The bug a plain DeleteItem had: its retry found nothing and answered NotFound.
-    let doomed = store
-        .create(&alice, "basket", json!(0), HOUR)
-        .await
-        .unwrap();
-    proxy.take();
-    proxy.swallow("UpdateItem", 1);
+    let doomed = a_basket_whose_next_update_answer_is_lost().await;
     store
         .delete(&alice, doomed.id, Some(1))
         .await
@@ -473,12 +463,7 @@ async fn a_write_whose_answer_is_lost_recognises_itself_on_retry_or_says_its_out
         "delete, retried"
     );
     assert_eq!(read(doomed.id).await, Err(HandleError::NotFound));
-    let doomed = store
-        .create(&alice, "basket", json!(0), HOUR)
-        .await
-        .unwrap();
-    proxy.take();
-    proxy.swallow("UpdateItem", 1);
+    let doomed = a_basket_whose_next_update_answer_is_lost().await;
     store.delete(&alice, doomed.id, None).await.unwrap();
     assert_eq!(proxy.take(), ["UpdateItem", "UpdateItem"]);
 
@@ -1261,21 +1246,32 @@ async fn polls_per_interval(proxy: &CountingProxy, poll: Duration) -> f64 {
     requests.len() as f64 / (elapsed.as_secs_f64() / poll.as_secs_f64())
 }
 
+/// The listen-cost tests' common start: a basket polling every `poll` behind a counting proxy
+/// (so its polls can be counted), with 20 new baskets to watch.
+async fn twenty_baskets_polling_through_a_counter(
+    endpoint: &str,
+    poll: Duration,
+) -> (CountingProxy, Server, Vec<Value>) {
+    support::dynamodb::store(endpoint).await;
+    let proxy = CountingProxy::start(endpoint).await;
+    let mut env = basket_env(&proxy.url, TABLE);
+    env.push(("MCP_LISTEN_POLL_MS".into(), poll.as_millis().to_string()));
+    let server = Server::start(&env_refs(&env)).await;
+    let mut baskets = Vec::new();
+    for _ in 0..20 {
+        baskets.push(server.ok("create_basket", json!({})).await);
+    }
+    (proxy, server, baskets)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_listener_costs_one_dynamodb_request_per_poll_whatever_it_watches() {
     let Some(endpoint) = endpoint("the listen request-count test") else {
         return;
     };
-    support::dynamodb::store(&endpoint).await;
-    let proxy = CountingProxy::start(&endpoint).await;
     let poll = Duration::from_millis(250);
-    let mut env = basket_env(&proxy.url, TABLE);
-    env.push(("MCP_LISTEN_POLL_MS".into(), poll.as_millis().to_string()));
-    let server = Server::start(&env_refs(&env)).await;
-    let mut uris = Vec::new();
-    for _ in 0..20 {
-        uris.push(basket_uri(&server.ok("create_basket", json!({})).await));
-    }
+    let (proxy, server, baskets) = twenty_baskets_polling_through_a_counter(&endpoint, poll).await;
+    let uris: Vec<String> = baskets.iter().map(basket_uri).collect();
     let mut stream = server
         .listen(
             json!(1),
@@ -1396,16 +1392,8 @@ async fn a_hundred_streams_on_one_process_cost_what_one_stream_watching_their_it
     let Some(endpoint) = endpoint("the shared poll test") else {
         return;
     };
-    support::dynamodb::store(&endpoint).await;
-    let proxy = CountingProxy::start(&endpoint).await;
     let poll = Duration::from_millis(250);
-    let mut env = basket_env(&proxy.url, TABLE);
-    env.push(("MCP_LISTEN_POLL_MS".into(), poll.as_millis().to_string()));
-    let server = Server::start(&env_refs(&env)).await;
-    let mut baskets = Vec::new();
-    for _ in 0..20 {
-        baskets.push(server.ok("create_basket", json!({})).await);
-    }
+    let (proxy, server, baskets) = twenty_baskets_polling_through_a_counter(&endpoint, poll).await;
     let uris: Vec<String> = baskets.iter().map(basket_uri).collect();
 
     // One stream watching the tool list and the 20 baskets.

@@ -96,6 +96,21 @@ async fn get(
     Ok(out.item.is_some())
 }
 
+/// The fault tests' write the proxy fails: a put of a new key through `client` that must fail;
+/// the key, the error and how long the SDK took over its attempts.
+async fn a_failed_put(
+    client: &Client,
+) -> (
+    String,
+    SdkError<aws_sdk_dynamodb::operation::put_item::PutItemError>,
+    Duration,
+) {
+    let pk = key();
+    let started = Instant::now();
+    let err = put(client, &pk).await.unwrap_err();
+    (pk, err, started.elapsed())
+}
+
 /// Whether `pk` is in DynamoDB Local, asked directly.
 async fn landed(direct: &Client, pk: &str) -> bool {
     get(direct, pk)
@@ -193,10 +208,7 @@ async fn a_throttled_write_is_not_applied_and_the_sdk_reports_throttling_after_i
     // The server's default timeouts (MCP_AWS_*: 1 s connect, 2 s read, 5 s per call).
     let through = sdk_client(&proxy.url, &AwsTimeouts::default()).await;
     proxy.rule(Rule::op("PutItem").act(Fault::Throttle));
-    let pk = key();
-    let started = Instant::now();
-    let err = put(&through, &pk).await.unwrap_err();
-    let took = started.elapsed();
+    let (pk, err, took) = a_failed_put(&through).await;
     assert_eq!(
         err.code(),
         Some("ProvisionedThroughputExceededException"),
@@ -231,10 +243,7 @@ async fn a_throttled_write_is_not_applied_and_the_sdk_reports_throttling_after_i
     // The same with 500s.
     proxy.clear();
     proxy.rule(Rule::op("PutItem").act(Fault::ServerError));
-    let pk = key();
-    let started = Instant::now();
-    let err = put(&through, &pk).await.unwrap_err();
-    let took = started.elapsed();
+    let (pk, err, took) = a_failed_put(&through).await;
     assert_eq!(
         err.code(),
         Some("InternalServerError"),
@@ -268,10 +277,7 @@ async fn a_reset_applies_nothing_and_drops_the_sdks_connection() {
     };
     let through = sdk_client(&proxy.url, &AwsTimeouts::default()).await;
     proxy.rule(Rule::op("PutItem").act(Fault::Reset));
-    let pk = key();
-    let started = Instant::now();
-    let err = put(&through, &pk).await.unwrap_err();
-    let took = started.elapsed();
+    let (pk, err, took) = a_failed_put(&through).await;
     assert!(
         matches!(err, SdkError::DispatchFailure(_)),
         "{}",

@@ -536,13 +536,21 @@ fn tallies(store: Arc<dyn HandleStore>) -> Handles<Tally> {
     Handles::new(store, "tally", HOUR)
 }
 
-async fn typed_modify_under_contention_loses_nothing(store: Arc<dyn HandleStore>) {
+/// Where the typed tests start: the store's tallies, alice, and her new tally at zero.
+async fn alices_new_tally(
+    store: Arc<dyn HandleStore>,
+) -> (Handles<Tally>, Caller, handles::Stored<Tally>) {
     let tallies = tallies(store);
     let alice = caller("alice");
     let t = tallies
         .create(&alice, Tally { n: 0, log: vec![] })
         .await
         .unwrap();
+    (tallies, alice, t)
+}
+
+async fn typed_modify_under_contention_loses_nothing(store: Arc<dyn HandleStore>) {
+    let (tallies, alice, t) = alices_new_tally(store).await;
     let writers: Vec<_> = (0..12)
         .map(|i| {
             let (tallies, alice) = (tallies.clone(), alice.clone());
@@ -569,12 +577,7 @@ async fn typed_modify_under_contention_loses_nothing(store: Arc<dyn HandleStore>
 }
 
 async fn typed_request_key_applies_once_and_refuses_reuse(store: Arc<dyn HandleStore>) {
-    let tallies = tallies(store);
-    let alice = caller("alice");
-    let t = tallies
-        .create(&alice, Tally { n: 0, log: vec![] })
-        .await
-        .unwrap();
+    let (tallies, alice, t) = alices_new_tally(store).await;
     let add = |tally: &mut Tally| {
         tally.n += 1;
         Ok::<_, HandleError>(())
@@ -619,12 +622,7 @@ async fn typed_request_key_applies_once_and_refuses_reuse(store: Arc<dyn HandleS
 }
 
 async fn typed_take_removes_exactly_what_it_read_and_checks_first(store: Arc<dyn HandleStore>) {
-    let tallies = tallies(store);
-    let alice = caller("alice");
-    let t = tallies
-        .create(&alice, Tally { n: 0, log: vec![] })
-        .await
-        .unwrap();
+    let (tallies, alice, t) = alices_new_tally(store).await;
     let refused = tallies
         .take(&alice, t.id, |tally| {
             if tally.n == 0 {
@@ -896,27 +894,30 @@ async fn one_caller_cannot_fill_the_store(store: Arc<dyn HandleStore>) {
     }
 }
 
-fn quota() -> handles::CallerQuota {
-    handles::CallerQuota {
-        max: 2,
-        window: HOUR,
-    }
+/// `max` creates per caller an hour: the quota tests differ only in `max`.
+fn quota_of(max: u32) -> handles::CallerQuota {
+    handles::CallerQuota { max, window: HOUR }
+}
+
+/// The DynamoDB quota tests' store, under [`quota_of`] `max`, or `None` (loudly) outside the
+/// DynamoDB script.
+async fn dynamodb_store_under_quota(max: u32) -> Option<handles::DynamoDbHandleStore> {
+    let endpoint = support::dynamodb::endpoint("the DynamoDB handle quota")?;
+    let store = support::dynamodb::store(&endpoint).await;
+    Some(store.with_caller_quota(quota_of(max)))
 }
 
 #[tokio::test]
 async fn one_caller_cannot_fill_the_memory_store() {
-    let store = handles::MemoryHandleStore::new().with_caller_quota(quota());
+    let store = handles::MemoryHandleStore::new().with_caller_quota(quota_of(2));
     one_caller_cannot_fill_the_store(Arc::new(store)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_caller_cannot_fill_the_dynamodb_store() {
-    let Some(endpoint) = support::dynamodb::endpoint("the DynamoDB handle quota") else {
+    let Some(store) = dynamodb_store_under_quota(2).await else {
         return;
     };
-    let store = support::dynamodb::store(&endpoint)
-        .await
-        .with_caller_quota(quota());
     one_caller_cannot_fill_the_store(Arc::new(store)).await;
 }
 
@@ -925,15 +926,9 @@ async fn one_caller_cannot_fill_the_dynamodb_store() {
 /// cancel one for `TransactionConflict`, which the store tries again (not exercised here).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_creates_of_one_caller_all_land_under_its_quota() {
-    let Some(endpoint) = support::dynamodb::endpoint("the DynamoDB handle quota") else {
+    let Some(store) = dynamodb_store_under_quota(20).await else {
         return;
     };
-    let store = support::dynamodb::store(&endpoint)
-        .await
-        .with_caller_quota(handles::CallerQuota {
-            max: 20,
-            window: HOUR,
-        });
     let store: Arc<dyn HandleStore> = Arc::new(store);
     let busy = owner("busy");
     let creates = (0..20).map(|n| {

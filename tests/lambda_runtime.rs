@@ -570,6 +570,30 @@ impl TaskLambda {
         }
     }
 
+    /// The bad-day tests' Lambda: its DynamoDB requests pass through a fault proxy (no rules
+    /// yet) in front of `endpoint`, worker invocations end within 60 s.
+    async fn start_behind_a_fault_proxy(
+        endpoint: &str,
+    ) -> (support::fault_proxy::FaultProxy, TaskLambda) {
+        support::dynamodb::store(endpoint).await;
+        let proxy = support::fault_proxy::FaultProxy::start(endpoint).await;
+        let lambda = TaskLambda::start(&proxy.url, Duration::from_secs(60), &[]).await;
+        (proxy, lambda)
+    }
+
+    /// [`Self::finished`] for the tests whose events go to the function as they are (no CDN).
+    async fn finished_as_sent(
+        &self,
+        task_id: &str,
+        id: u64,
+        started: Instant,
+        every: Duration,
+        case: &str,
+    ) -> Value {
+        self.finished(task_id, id, |event| event, started, every, case)
+            .await
+    }
+
     /// Polls `tasks/get` (each event passed through `wrap`) every `every` until the task is no
     /// longer working, for at most 30 s from `started`: the task's result.
     async fn finished(
@@ -606,6 +630,69 @@ impl TaskLambda {
             function.assert_no_errors();
         }
     }
+
+    /// The basket the task tests order: a new one (call 1) holding three TEA (call 2); its id.
+    async fn basket_of_three_teas(&self, case: &str) -> Value {
+        let create = tool_call(1, "create_basket", json!({}));
+        let created = ok_json(&self.api.invoke(&create).await, case);
+        let basket_id = created["result"]["structuredContent"]["basket_id"].clone();
+        let added = json!({"basket_id": basket_id, "sku": "TEA", "quantity": 3});
+        ok_json(
+            &self.api.invoke(&tool_call(2, "add_item", added)).await,
+            case,
+        );
+        basket_id
+    }
+
+    /// The task every test here runs: `place_order` on `basket_id` as a task (call 3, its event
+    /// passed through `wrap`); the accepting answer.
+    async fn place_order_as_task(
+        &self,
+        basket_id: &Value,
+        wrap: impl Fn(String) -> String,
+        case: &str,
+    ) -> Value {
+        let call = task_client_event(
+            3,
+            "tools/call",
+            json!({"name": "place_order", "arguments": {"basket_id": basket_id}}),
+        );
+        ok_json(&self.api.invoke(&wrap(call)).await, case)
+    }
+
+    /// A client's `tasks/cancel` of `task_id` (call 4), which must be answered 200.
+    async fn cancel(&self, task_id: &str, case: &str) {
+        let cancel = task_client_event(4, "tasks/cancel", json!({"taskId": task_id}));
+        ok_json(&self.api.invoke(&cancel).await, case);
+    }
+
+    /// How the stopped-task tests prove the order never ran to its end: past the ~3 s it takes
+    /// (from `started`), the basket (viewed with call `id`) still holds its three TEA.
+    async fn assert_basket_untouched(
+        &self,
+        id: u64,
+        basket_id: &Value,
+        started: Instant,
+        case: &str,
+    ) {
+        tokio::time::sleep(Duration::from_millis(4500).saturating_sub(started.elapsed())).await;
+        let view = tool_call(id, "view_basket", json!({"basket_id": basket_id}));
+        let view = ok_json(&self.api.invoke(&view).await, case);
+        assert_eq!(
+            view["result"]["structuredContent"]["items"][0]["quantity"], 3,
+            "{case}: the basket is untouched: {view}"
+        );
+    }
+}
+
+/// The end of an order that went through, shared by the tests whose order must complete: the
+/// task `completed` with the basket checked out.
+fn assert_order_completed(done: &Value) {
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"]["status"], "checked_out",
+        "{done}"
+    );
 }
 
 async fn task_round_hand_off(streaming: bool) {
@@ -647,14 +734,7 @@ async fn task_round_hand_off(streaming: bool) {
     json_of(api.invoke(&via_cdn(tool_call(2, "add_item", added))).await);
 
     let started = Instant::now();
-    let accepted = json_of(
-        api.invoke(&via_cdn(task_client_event(
-            3,
-            "tools/call",
-            json!({"name": "place_order", "arguments": {"basket_id": basket_id}}),
-        )))
-        .await,
-    );
+    let accepted = lambda.place_order_as_task(&basket_id, via_cdn, case).await;
     let answered_in = started.elapsed();
     assert_eq!(accepted["result"]["resultType"], "task", "{accepted}");
     assert!(
@@ -673,11 +753,7 @@ async fn task_round_hand_off(streaming: bool) {
             case,
         )
         .await;
-    assert_eq!(done["status"], "completed", "{done}");
-    assert_eq!(
-        done["result"]["structuredContent"]["status"], "checked_out",
-        "{done}"
-    );
+    assert_order_completed(&done);
 
     // Exactly one signed Invoke, for round 0 of this task, whose invocation ran it.
     let (accepted, refused) = lambda.invoked();
@@ -718,57 +794,26 @@ async fn a_cancelled_or_timed_out_task_on_lambda_stops_its_work() {
     };
     for (case, deadline) in [("cancelled", 60), ("failed", 2)] {
         let lambda = TaskLambda::start(&endpoint, Duration::from_secs(deadline), &[]).await;
-        let api = &lambda.api;
-        let json_of = |invocation: Invocation| ok_json(&invocation, case);
-        let created = json_of(api.invoke(&tool_call(1, "create_basket", json!({}))).await);
-        let basket_id = created["result"]["structuredContent"]["basket_id"].clone();
-        let added = json!({"basket_id": basket_id, "sku": "TEA", "quantity": 3});
-        json_of(api.invoke(&tool_call(2, "add_item", added)).await);
+        let basket_id = lambda.basket_of_three_teas(case).await;
 
         let started = Instant::now();
-        let accepted = json_of(
-            api.invoke(&task_client_event(
-                3,
-                "tools/call",
-                json!({"name": "place_order", "arguments": {"basket_id": basket_id}}),
-            ))
-            .await,
-        );
+        let accepted = lambda.place_order_as_task(&basket_id, |e| e, case).await;
         let task_id = accepted["result"]["taskId"].as_str().unwrap().to_owned();
         if case == "cancelled" {
             tokio::time::sleep(Duration::from_millis(800)).await;
-            let cancel = task_client_event(4, "tasks/cancel", json!({"taskId": task_id}));
-            json_of(api.invoke(&cancel).await);
+            lambda.cancel(&task_id, case).await;
         }
         let done = lambda
-            .finished(
-                &task_id,
-                5,
-                |e| e,
-                started,
-                Duration::from_millis(100),
-                case,
-            )
+            .finished_as_sent(&task_id, 5, started, Duration::from_millis(100), case)
             .await;
         assert_eq!(done["status"], case, "{done}");
         if case == "failed" {
             let message = done["error"]["message"].as_str().unwrap();
             assert!(message.contains("ran out of time"), "{done}");
         }
-        // Past the ~3 s the order takes: the basket was never checked out.
-        tokio::time::sleep(Duration::from_millis(4500).saturating_sub(started.elapsed())).await;
-        let view = json_of(
-            api.invoke(&tool_call(
-                6,
-                "view_basket",
-                json!({"basket_id": basket_id}),
-            ))
-            .await,
-        );
-        assert_eq!(
-            view["result"]["structuredContent"]["items"][0]["quantity"], 3,
-            "{case}: the basket is untouched: {view}"
-        );
+        lambda
+            .assert_basket_untouched(6, &basket_id, started, case)
+            .await;
         // The worker invocation claimed the round, stopped it and answered in time.
         let (accepted, _) = lambda.invoked();
         assert_eq!(accepted.len(), 1, "{case}");
@@ -1146,20 +1191,14 @@ async fn a_streamed_prelude_holds_one_line_per_header() {
 /// never `failed` for an order that went through, never `working` with no worker.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn on_lambda_a_placed_order_reads_completed_through_the_stores_bad_day() {
-    use support::fault_proxy::{Fault, FaultProxy, Rule};
+    use support::fault_proxy::{Fault, Rule};
     let Some(endpoint) = support::dynamodb::endpoint("the Lambda bad-day task test") else {
         return;
     };
-    support::dynamodb::store(&endpoint).await;
-    let proxy = FaultProxy::start(&endpoint).await;
-    let lambda = TaskLambda::start(&proxy.url, Duration::from_secs(60), &[]).await;
+    let (proxy, lambda) = TaskLambda::start_behind_a_fault_proxy(&endpoint).await;
     let api = &lambda.api;
     let case = "bad day";
-    let json_of = |invocation: Invocation| ok_json(&invocation, case);
-    let created = json_of(api.invoke(&tool_call(1, "create_basket", json!({}))).await);
-    let basket_id = created["result"]["structuredContent"]["basket_id"].clone();
-    let added = json!({"basket_id": basket_id, "sku": "TEA", "quantity": 3});
-    json_of(api.invoke(&tool_call(2, "add_item", added)).await);
+    let basket_id = lambda.basket_of_three_teas(case).await;
 
     proxy.rule(Rule::op("PutItem").next(1).act(Fault::LoseAnswer));
     // By count, not by time: however slow the machine, the claim meets four throttles and
@@ -1177,31 +1216,13 @@ async fn on_lambda_a_placed_order_reads_completed_through_the_stores_bad_day() {
             .act(Fault::Throttle),
     );
     let started = Instant::now();
-    let accepted = json_of(
-        api.invoke(&task_client_event(
-            3,
-            "tools/call",
-            json!({"name": "place_order", "arguments": {"basket_id": basket_id}}),
-        ))
-        .await,
-    );
+    let accepted = lambda.place_order_as_task(&basket_id, |e| e, case).await;
     assert_eq!(accepted["result"]["resultType"], "task", "{accepted}");
     let task_id = accepted["result"]["taskId"].as_str().unwrap().to_owned();
     let done = lambda
-        .finished(
-            &task_id,
-            4,
-            |e| e,
-            started,
-            Duration::from_millis(200),
-            case,
-        )
+        .finished_as_sent(&task_id, 4, started, Duration::from_millis(200), case)
         .await;
-    assert_eq!(done["status"], "completed", "{done}");
-    assert_eq!(
-        done["result"]["structuredContent"]["status"], "checked_out",
-        "{done}"
-    );
+    assert_order_completed(&done);
     let acted = |op: &str, text: &str| proxy.actions(op, text);
     let puts = acted("PutItem", "");
     assert!(
@@ -1243,29 +1264,16 @@ async fn on_lambda_a_placed_order_reads_completed_through_the_stores_bad_day() {
 /// out).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn on_lambda_a_round_outlives_the_store_going_down_and_a_throttled_cancel_still_stops() {
-    use support::fault_proxy::{Fault, FaultProxy, Rule};
+    use support::fault_proxy::{Fault, Rule};
     let Some(endpoint) = support::dynamodb::endpoint("the Lambda store-down task test") else {
         return;
     };
-    support::dynamodb::store(&endpoint).await;
-    let proxy = FaultProxy::start(&endpoint).await;
-    let lambda = TaskLambda::start(&proxy.url, Duration::from_secs(60), &[]).await;
+    let (proxy, lambda) = TaskLambda::start_behind_a_fault_proxy(&endpoint).await;
     let api = &lambda.api;
     for case in ["store down", "cancel throttled"] {
-        let json_of = |invocation: Invocation| ok_json(&invocation, case);
-        let created = json_of(api.invoke(&tool_call(1, "create_basket", json!({}))).await);
-        let basket_id = created["result"]["structuredContent"]["basket_id"].clone();
-        let added = json!({"basket_id": basket_id, "sku": "TEA", "quantity": 3});
-        json_of(api.invoke(&tool_call(2, "add_item", added)).await);
+        let basket_id = lambda.basket_of_three_teas(case).await;
         let started = Instant::now();
-        let accepted = json_of(
-            api.invoke(&task_client_event(
-                3,
-                "tools/call",
-                json!({"name": "place_order", "arguments": {"basket_id": basket_id}}),
-            ))
-            .await,
-        );
+        let accepted = lambda.place_order_as_task(&basket_id, |e| e, case).await;
         let task_id = accepted["result"]["taskId"].as_str().unwrap().to_owned();
         if case == "store down" {
             tokio::time::sleep(Duration::from_millis(800)).await;
@@ -1281,18 +1289,10 @@ async fn on_lambda_a_round_outlives_the_store_going_down_and_a_throttled_cancel_
                     .next(4)
                     .act(Fault::Throttle),
             );
-            let cancel = task_client_event(4, "tasks/cancel", json!({"taskId": task_id}));
-            json_of(api.invoke(&cancel).await);
+            lambda.cancel(&task_id, case).await;
         }
         let done = lambda
-            .finished(
-                &task_id,
-                5,
-                |e| e,
-                started,
-                Duration::from_millis(200),
-                case,
-            )
+            .finished_as_sent(&task_id, 5, started, Duration::from_millis(200), case)
             .await;
         let view = api
             .invoke(&tool_call(
@@ -1312,20 +1312,9 @@ async fn on_lambda_a_round_outlives_the_store_going_down_and_a_throttled_cancel_
                 cancels.len() > 4 && cancels.last().is_some_and(|a| a == "Forward"),
                 "throttled, then written: {cancels:?}"
             );
-            // Past the ~3 s the order takes: the basket was never checked out.
-            tokio::time::sleep(Duration::from_millis(4500).saturating_sub(started.elapsed())).await;
-            let view = json_of(
-                api.invoke(&tool_call(
-                    7,
-                    "view_basket",
-                    json!({"basket_id": basket_id}),
-                ))
-                .await,
-            );
-            assert_eq!(
-                view["result"]["structuredContent"]["items"][0]["quantity"], 3,
-                "{case}: the basket is untouched: {view}"
-            );
+            lambda
+                .assert_basket_untouched(7, &basket_id, started, case)
+                .await;
         }
         let (accepted, _) = lambda.invoked();
         assert_eq!(accepted.len(), 1, "{case}: one worker invocation");

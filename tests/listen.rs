@@ -49,11 +49,7 @@ impl ServerHandler for Changing {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![fixture::tool(
-            "noop",
-            "Does nothing.",
-            json!({}),
-        )]))
+        fixture::only_tool("noop", "Does nothing.", json!({}))
     }
 }
 

@@ -79,11 +79,11 @@ impl ServerHandler for Worker {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![fixture::tool(
+        fixture::only_tool(
             "work",
             "Works for a while.",
             json!({"ms": {"type": "integer"}}),
-        )]))
+        )
     }
 
     async fn call_tool(
@@ -449,13 +449,7 @@ async fn a_cancelled_task_stops_within_a_poll_interval(store: Arc<dyn TaskStore>
     let s = setup(settings(60_000), store);
     let id = create(&s.service, 5000).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let ack = task_request(&s.service, "tasks/cancel", &id, json!({})).await;
-    assert_eq!(
-        ack.json()["result"],
-        json!({"resultType": "complete"}),
-        "{}",
-        ack.text
-    );
+    cancel_acknowledged(&s.service, &id).await;
     let started = Instant::now();
     let done = until_terminal(&s.service, &id).await;
     assert_eq!(done["status"], "cancelled", "{done}");
@@ -865,6 +859,12 @@ struct Recording {
     created: std::sync::Mutex<Vec<HandleId>>,
 }
 
+/// What most `TaskStore` methods answer, spelt once for `Recording`'s delegating impl.
+type RecordFuture<'a> = futures::future::BoxFuture<
+    'a,
+    Result<mcp_lambda::tasks::TaskRecord, mcp_lambda::tasks::TaskError>,
+>;
+
 impl TaskStore for Recording {
     fn create<'a>(
         &'a self,
@@ -874,14 +874,7 @@ impl TaskStore for Recording {
         self.created.lock().unwrap().push(task.id);
         self.inner.create(task, quota)
     }
-    fn get<'a>(
-        &'a self,
-        owner: &'a str,
-        id: HandleId,
-    ) -> futures::future::BoxFuture<
-        'a,
-        Result<mcp_lambda::tasks::TaskRecord, mcp_lambda::tasks::TaskError>,
-    > {
+    fn get<'a>(&'a self, owner: &'a str, id: HandleId) -> RecordFuture<'a> {
         self.inner.get(owner, id)
     }
     fn answer<'a>(
@@ -889,20 +882,10 @@ impl TaskStore for Recording {
         owner: &'a str,
         id: HandleId,
         responses: &'a std::collections::BTreeMap<String, Value>,
-    ) -> futures::future::BoxFuture<
-        'a,
-        Result<mcp_lambda::tasks::TaskRecord, mcp_lambda::tasks::TaskError>,
-    > {
+    ) -> RecordFuture<'a> {
         self.inner.answer(owner, id, responses)
     }
-    fn cancel<'a>(
-        &'a self,
-        owner: &'a str,
-        id: HandleId,
-    ) -> futures::future::BoxFuture<
-        'a,
-        Result<mcp_lambda::tasks::TaskRecord, mcp_lambda::tasks::TaskError>,
-    > {
+    fn cancel<'a>(&'a self, owner: &'a str, id: HandleId) -> RecordFuture<'a> {
         self.inner.cancel(owner, id)
     }
     fn claim<'a>(
@@ -980,6 +963,17 @@ async fn faulty_dynamodb_store() -> Option<(Arc<dyn TaskStore>, support::fault_p
     let store: Arc<dyn TaskStore> =
         Arc::new(DynamoDbTaskStore::new(client, support::dynamodb::TABLE));
     Some((store, proxy))
+}
+
+/// The cancel tests' `tasks/cancel`, which must be acknowledged (`resultType: complete`).
+async fn cancel_acknowledged(service: &McpService<Worker>, id: &str) {
+    let ack = task_request(service, "tasks/cancel", id, json!({})).await;
+    assert_eq!(
+        ack.json()["result"],
+        json!({"resultType": "complete"}),
+        "{}",
+        ack.text
+    );
 }
 
 /// Polls `tasks/get` until the task is terminal (within `limit`).
@@ -1066,13 +1060,7 @@ async fn a_cancel_met_by_throttling_is_written_once_the_store_answers_and_stops_
             .for_duration(Duration::from_secs(3))
             .act(support::fault_proxy::Fault::Throttle),
     );
-    let ack = task_request(&s.service, "tasks/cancel", &id, json!({})).await;
-    assert_eq!(
-        ack.json()["result"],
-        json!({"resultType": "complete"}),
-        "{}",
-        ack.text
-    );
+    cancel_acknowledged(&s.service, &id).await;
     let done = terminal_within(&s.service, &id, Duration::from_secs(5)).await;
     assert_eq!(done["status"], "cancelled", "{done}");
     let cancels = proxy.actions("UpdateItem", "SET #cancel = :true");

@@ -366,6 +366,27 @@ impl Server {
     }
 }
 
+/// `count` concurrent `add_item` calls of one TEA each on basket `id`, every one succeeding: the
+/// lost-update tests (in memory and on DynamoDB) race them.
+pub async fn add_one_tea_concurrently(server: &std::sync::Arc<Server>, id: &Value, count: usize) {
+    let calls: Vec<_> = (0..count)
+        .map(|_| {
+            let (server, id) = (server.clone(), id.clone());
+            tokio::spawn(async move {
+                server
+                    .ok(
+                        "add_item",
+                        json!({ "basket_id": id, "sku": "TEA", "quantity": 1 }),
+                    )
+                    .await;
+            })
+        })
+        .collect();
+    for call in calls {
+        call.await.unwrap();
+    }
+}
+
 /// An open `subscriptions/listen` stream over real HTTP.
 pub type ListenStream = super::sse::ListenStream<hyper::body::Incoming>;
 

@@ -67,6 +67,20 @@ pub fn tool(name: impl Into<String>, description: &'static str, properties: Valu
     Tool::new(name.into(), description, schema)
 }
 
+/// The `list_tools` answer of a test's handler that has one tool (as [`tool`]), so each
+/// handler need not build the list itself.
+pub fn only_tool(
+    name: impl Into<String>,
+    description: &'static str,
+    properties: Value,
+) -> Result<ListToolsResult, ErrorData> {
+    Ok(ListToolsResult::with_all_items(vec![tool(
+        name,
+        description,
+        properties,
+    )]))
+}
+
 /// A lookup of `vars` alone, for `Config::from_lookup` and `Config::load_from_lookup`.
 pub fn lookup<V: AsRef<str>>(vars: &[(&str, V)]) -> impl Fn(&str) -> Option<String> + use<V> {
     let vars: HashMap<String, String> = vars
