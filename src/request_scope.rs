@@ -4,7 +4,8 @@
 //! rmcp hands a handler the HTTP request's [`Parts`] inside its `RequestContext`'s extensions,
 //! so whatever the front leaves in the parts' extensions (the [`Caller`](crate::Caller), a
 //! listen plan, a task round's mark, the stream's limits) a handler reads with [`extension`],
-//! the one reader of that two-hop path.
+//! the one reader of that two-hop path; the front reads what the host adapter left with
+//! [`in_request`].
 //!
 //! What a handler hands back up, after rmcp has answered and before the front sends the answer,
 //! goes into the one [`RequestScope`] the front put there first: the cache hint the
@@ -23,7 +24,13 @@ pub(crate) fn extension<T: Send + Sync + 'static>(
     context
         .extensions
         .get::<Parts>()
-        .and_then(|parts| parts.extensions.get::<T>())
+        .and_then(|parts| in_request(&parts.extensions))
+}
+
+/// What a request's `extensions` hold as type `T`: for the front, what the host adapter
+/// (`serve/`) put there (a Lambda invocation's ids, its stream's deadline).
+pub(crate) fn in_request<T: Send + Sync + 'static>(extensions: &http::Extensions) -> Option<&T> {
+    extensions.get::<T>()
 }
 
 /// The facts a request's handling leaves for the front: one per request, shared by clones.

@@ -17,7 +17,7 @@ use serde::de::IgnoredAny;
 
 use crate::aws::DynamoDbUsage;
 use crate::metrics::{Invocation, Metrics, RequestRecord};
-use crate::request_scope::RequestScope;
+use crate::request_scope::{self, RequestScope};
 
 /// A request being measured: what is known before the answer, filled in as it goes.
 pub(super) struct Started {
@@ -39,7 +39,7 @@ pub(super) fn begin<B>(
     }
     let record = RequestRecord {
         cold_start: metrics.cold_start(),
-        invocation: request.extensions().get::<Invocation>().cloned(),
+        invocation: request_scope::in_request::<Invocation>(request.extensions()).cloned(),
         trace_id,
         ..RequestRecord::default()
     };

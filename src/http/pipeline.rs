@@ -49,7 +49,7 @@ use crate::{
     handler::Hosted,
     listen::Listener,
     metrics::Metrics,
-    request_scope::RequestScope,
+    request_scope::{self, RequestScope},
     rmcp_gaps,
     tasks::{Tasks, round_token},
 };
@@ -495,9 +495,7 @@ async fn worker_route(
     }
     let id = task_id.parse().map_err(|_| Rejection::ForgedTaskRound)?;
     let now = std::time::SystemTime::now();
-    let until = parts
-        .extensions
-        .get::<crate::listen::StreamLimits>()
+    let until = request_scope::in_request::<crate::listen::StreamLimits>(&parts.extensions)
         .and_then(|limits| limits.deadline)
         .unwrap_or(now + lease);
     let until_ms = until
