@@ -95,6 +95,13 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// The unit a duration variable is written in.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Unit {
+    Seconds,
+    Millis,
+}
+
 /// The variables of one configuration, read through a lookup function (the
 /// process environment, or a map in tests). Blank values count as unset.
 pub(crate) struct Env<'a> {
@@ -144,28 +151,26 @@ impl<'a> Env<'a> {
         }
     }
 
-    /// Whole seconds in `range`.
-    pub(crate) fn secs(
+    /// Whole `unit`s in `range`, `default` when unset; the error says what it expects in the
+    /// unit and the range, with the default as the example ("expected whole seconds between 1
+    /// and 900, e.g. 300").
+    pub(crate) fn duration(
         &self,
         name: &'static str,
+        unit: Unit,
         default: u64,
         range: RangeInclusive<u64>,
-        expected: &str,
     ) -> Result<Duration, ConfigError> {
-        self.number(name, default, range, expected)
-            .map(Duration::from_secs)
-    }
-
-    /// Whole milliseconds in `range`.
-    pub(crate) fn millis(
-        &self,
-        name: &'static str,
-        default: u64,
-        range: RangeInclusive<u64>,
-        expected: &str,
-    ) -> Result<Duration, ConfigError> {
-        self.number(name, default, range, expected)
-            .map(Duration::from_millis)
+        let (unit_name, of): (_, fn(u64) -> Duration) = match unit {
+            Unit::Seconds => ("seconds", Duration::from_secs),
+            Unit::Millis => ("milliseconds", Duration::from_millis),
+        };
+        let expected = format!(
+            "whole {unit_name} between {} and {}, e.g. {default}",
+            range.start(),
+            range.end()
+        );
+        self.number(name, default, range, &expected).map(of)
     }
 
     /// `true`/`1`/`yes` or `false`/`0`/`no`; `false` when unset.

@@ -87,7 +87,7 @@ use aws_config::{BehaviorVersion, retry::RetryConfig, timeout::TimeoutConfig};
 #[cfg(any(feature = "dynamodb", feature = "aws-secrets"))]
 use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
 
-use crate::env::{ConfigError, Env};
+use crate::env::{ConfigError, Env, Unit};
 
 /// Timeouts of every AWS call (DynamoDB handles, SSM, Secrets Manager), so an unreachable or
 /// hung endpoint fails the call within a bounded time instead of hanging the request.
@@ -123,12 +123,7 @@ impl AwsTimeouts {
             ("MCP_AWS_READ_TIMEOUT_MS", &mut timeouts.read),
             ("MCP_AWS_OPERATION_TIMEOUT_MS", &mut timeouts.operation),
         ] {
-            *slot = env.millis(
-                variable,
-                slot.as_millis() as u64,
-                1..=600_000,
-                "whole milliseconds between 1 and 600000, e.g. 1000",
-            )?;
+            *slot = env.duration(variable, Unit::Millis, slot.as_millis() as u64, 1..=600_000)?;
         }
         Ok(timeouts)
     }

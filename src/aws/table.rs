@@ -173,6 +173,17 @@ impl Table {
         retry::send(&self.client, send).await
     }
 
+    /// [`send`](Self::send) where whether a failed attempt landed is no question (a read, or a
+    /// write whose condition or token tells it): the answer alone.
+    pub(crate) async fn answer<T, E, F, Fut>(&self, send: F) -> Result<T, SdkError<E, HttpResponse>>
+    where
+        E: ProvideErrorMetadata,
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+    {
+        self.send(send).await.result
+    }
+
     /// Reads one item that never exists (`pk = "h#warm-up"`) for `store`: checks that the table
     /// exists, that its key is the string `pk` of `infra/handles-table.json`, and that this
     /// role may read it, and leaves a warm connection in the client's pool, so the first

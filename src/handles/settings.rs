@@ -11,7 +11,7 @@ use std::{sync::Arc, time::Duration};
 
 use super::{CallerQuota, HandleStore, MemoryHandleStore};
 use crate::aws::TableError;
-use crate::env::{ConfigError, Env, Mode, parse_arn};
+use crate::env::{ConfigError, Env, Mode, Unit, parse_arn};
 
 /// The handle store's settings, read once at start-up.
 ///
@@ -45,11 +45,11 @@ pub struct HandleSettings {
 impl HandleSettings {
     /// Reads `MCP_HANDLE_TTL_SECS`, `MCP_HANDLES_TABLE` and, for DynamoDB, the AWS timeouts.
     pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
-        let ttl = env.secs(
+        let ttl = env.duration(
             "MCP_HANDLE_TTL_SECS",
+            Unit::Seconds,
             86_400,
             1..=366 * 86_400,
-            "whole seconds between 1 and 31622400, e.g. 86400",
         )?;
         let table = match env.get("MCP_HANDLES_TABLE") {
             Some(v) if !cfg!(feature = "dynamodb") => {

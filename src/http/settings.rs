@@ -127,13 +127,15 @@ impl HttpSettings {
             ));
         }
 
-        let sse_keep_alive = env.secs(
-            "MCP_SSE_KEEP_ALIVE_SECS",
-            15,
-            1..=300,
-            "whole seconds between 1 and 300, e.g. 15 (stay under the 30 s idle timeout of \
-             CloudFront)",
-        )?;
+        let sse_keep_alive = env
+            .number(
+                "MCP_SSE_KEEP_ALIVE_SECS",
+                15,
+                1..=300,
+                "whole seconds between 1 and 300, e.g. 15 (stay under the 30 s idle timeout of \
+                 CloudFront)",
+            )
+            .map(Duration::from_secs)?;
 
         Ok(Self {
             path,

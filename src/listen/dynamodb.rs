@@ -187,9 +187,8 @@ impl DynamoDbFeed {
             .consistent_read(true);
         let output = self
             .table
-            .send(|| request.clone().send())
+            .answer(|| request.clone().send())
             .await
-            .result
             .map_err(|error| FeedError::Unavailable(item::brief(&error)))?;
         Ok(output
             .item()
@@ -207,9 +206,8 @@ impl DynamoDbFeed {
             .update_expression(expression)
             .set_expression_attribute_values(Some(values));
         self.table
-            .send(|| request.clone().send())
+            .answer(|| request.clone().send())
             .await
-            .result
             .map(|_| ())
             .map_err(|error| FeedError::Unavailable(item::brief(&error)))
     }
@@ -309,9 +307,8 @@ impl ChangeFeed for DynamoDbFeed {
                 .request_items(self.table.name(), request);
             let output = self
                 .table
-                .send(|| request.clone().send())
+                .answer(|| request.clone().send())
                 .await
-                .result
                 .map_err(|error| FeedError::Unavailable(item::brief(&error)))?;
             let mut items: HashMap<String, Item> = HashMap::new();
             for item in output

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use super::{Changes, MemoryFeed};
 use crate::aws::TableError;
-use crate::env::{ConfigError, Env};
+use crate::env::{ConfigError, Env, Unit};
 use crate::handles::{HandleSettings, HandleStore};
 
 /// The listen settings.
@@ -49,18 +49,8 @@ impl ListenSettings {
     /// `MCP_LISTEN_MAX_STREAMS_PER_CALLER`.
     pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
         let mut settings = Self {
-            poll: env.millis(
-                "MCP_LISTEN_POLL_MS",
-                1000,
-                100..=60_000,
-                "whole milliseconds between 100 and 60000, e.g. 1000",
-            )?,
-            max: env.secs(
-                "MCP_LISTEN_MAX_SECS",
-                300,
-                1..=900,
-                "whole seconds between 1 and 900, e.g. 300",
-            )?,
+            poll: env.duration("MCP_LISTEN_POLL_MS", Unit::Millis, 1000, 100..=60_000)?,
+            max: env.duration("MCP_LISTEN_MAX_SECS", Unit::Seconds, 300, 1..=900)?,
             max_streams: env.number(
                 "MCP_LISTEN_MAX_STREAMS",
                 1000,

@@ -48,7 +48,7 @@ use tower::Service as _;
 
 use super::refused_head::RefusedHead;
 use crate::{
-    env::{ConfigError, Env},
+    env::{ConfigError, Env, Unit},
     error::Error,
     http::{Deadline, McpService},
     shutdown::Shutdown,
@@ -93,18 +93,8 @@ impl LocalSettings {
             })?,
             None => SocketAddr::from(([127, 0, 0, 1], 3000)),
         };
-        let read_timeout = env.secs(
-            "MCP_READ_TIMEOUT_SECS",
-            30,
-            1..=3600,
-            "whole seconds between 1 and 3600, e.g. 30",
-        )?;
-        let drain = env.secs(
-            "MCP_DRAIN_SECS",
-            30,
-            0..=3600,
-            "whole seconds between 0 and 3600, e.g. 30",
-        )?;
+        let read_timeout = env.duration("MCP_READ_TIMEOUT_SECS", Unit::Seconds, 30, 1..=3600)?;
+        let drain = env.duration("MCP_DRAIN_SECS", Unit::Seconds, 30, 0..=3600)?;
         Ok(Self {
             bind,
             read_timeout,

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::LambdaDispatch;
 use super::{Dispatch, TaskStore, Tasks};
 use crate::aws::TableError;
+use crate::env::Unit;
 
 /// The task store, as [`TableError`] names it.
 const STORE: &str = "task store";
@@ -55,24 +56,9 @@ impl TaskSettings {
     /// `MCP_TASK_MAX_PER_CALLER`.
     pub(crate) fn from_env(env: &crate::env::Env<'_>) -> Result<Self, crate::env::ConfigError> {
         Ok(Self {
-            ttl: env.secs(
-                "MCP_TASK_TTL_SECS",
-                3600,
-                60..=604_800,
-                "whole seconds between 60 and 604800, e.g. 3600",
-            )?,
-            poll_interval: env.millis(
-                "MCP_TASK_POLL_MS",
-                1000,
-                100..=60_000,
-                "whole milliseconds between 100 and 60000, e.g. 1000",
-            )?,
-            lease: env.secs(
-                "MCP_TASK_LEASE_SECS",
-                900,
-                1..=86_400,
-                "whole seconds between 1 and 86400, e.g. 900",
-            )?,
+            ttl: env.duration("MCP_TASK_TTL_SECS", Unit::Seconds, 3600, 60..=604_800)?,
+            poll_interval: env.duration("MCP_TASK_POLL_MS", Unit::Millis, 1000, 100..=60_000)?,
+            lease: env.duration("MCP_TASK_LEASE_SECS", Unit::Seconds, 900, 1..=86_400)?,
             max_per_caller: env.number(
                 "MCP_TASK_MAX_PER_CALLER",
                 100,

@@ -297,9 +297,8 @@ impl HandleStore for DynamoDbHandleStore {
             let request = self.table.get_item(handle_key(id));
             let out = self
                 .table
-                .send(|| request.clone().send())
+                .answer(|| request.clone().send())
                 .await
-                .result
                 .map_err(|e| failure("GetItem", &e, false))?;
             let Some(item) = out.item().filter(|i| !is_tombstone(i)) else {
                 return Err(HandleError::NotFound);
@@ -565,9 +564,8 @@ impl HandleStore for DynamoDbHandleStore {
                 .set_exclusive_start_key(start);
             let out = self
                 .table
-                .send(|| request.clone().send())
+                .answer(|| request.clone().send())
                 .await
-                .result
                 .map_err(|e| self.list_failure(&e))?;
             let mut handles = Vec::with_capacity(out.items().len());
             for item in out.items() {

@@ -161,9 +161,8 @@ impl DynamoDbTaskStore {
         let request = self.table.get_item(task_key(id));
         let out = self
             .table
-            .send(|| request.clone().send())
+            .answer(|| request.clone().send())
             .await
-            .result
             .map_err(|e| failure("GetItem", &e))?;
         live(out.item(), owner, now)?.ok_or(TaskError::NotFound)
     }
@@ -177,7 +176,7 @@ impl DynamoDbTaskStore {
         owner: &str,
         now: u64,
     ) -> Result<TaskRecord, TaskError> {
-        match self.table.send(|| request.clone().send()).await.result {
+        match self.table.answer(|| request.clone().send()).await {
             Ok(out) => updated(&out),
             Err(e) => {
                 live(refused(operation, e)?.as_ref(), Some(owner), now)?.ok_or(TaskError::NotFound)
@@ -300,7 +299,7 @@ impl TaskStore for DynamoDbTaskStore {
                     .await;
             }
             let request = self.table.put_new(item);
-            let result = self.table.send(|| request.clone().send()).await.result;
+            let result = self.table.answer(|| request.clone().send()).await;
             let Err(e) = result else {
                 return Ok(());
             };
@@ -455,7 +454,7 @@ impl TaskStore for DynamoDbTaskStore {
                     n(now.saturating_sub(super::record::CLAIM_WINDOW_MS)),
                 )
                 .expression_attribute_values(":wid", s(write_id.clone()));
-            let result = self.table.send(|| request.clone().send()).await.result;
+            let result = self.table.answer(|| request.clone().send()).await;
             match result {
                 Ok(out) => updated(&out).map(Some),
                 Err(e) => {
@@ -499,7 +498,7 @@ impl TaskStore for DynamoDbTaskStore {
                 .expression_attribute_values(":now", n(now))
                 .expression_attribute_values(":r", n(round))
                 .expression_attribute_values(":working", s("working"));
-            let result = self.table.send(|| request.clone().send()).await.result;
+            let result = self.table.answer(|| request.clone().send()).await;
             let task = match result {
                 Ok(out) => updated(&out)?,
                 // The claim no longer holds: nothing recorded, the cancel flag as it is.
@@ -603,7 +602,7 @@ impl TaskStore for DynamoDbTaskStore {
                 "expires_at_ms > :now AND claimed_round = :r AND #state = :working \
                      AND lease_until_ms >= :now",
             );
-            let result = self.table.send(|| request.clone().send()).await.result;
+            let result = self.table.answer(|| request.clone().send()).await;
             match result {
                 Ok(_) => Ok(true),
                 Err(e) => {
