@@ -422,7 +422,10 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         let limits = request_scope::extension::<StreamLimits>(request)
             .copied()
             .unwrap_or_default();
-        listen::stream::run(context, listener, plan, limits).await
+        // Boxed, as `call_tool`'s body: rmcp holds the handler's futures inline in the task it
+        // spawns per request and moves that task whole (tokio's `Cell::new`, `set_stage`), so
+        // the largest of them sets what every request copies (BENCHMARKS.md, issue 32).
+        Box::pin(listen::stream::run(context, listener, plan, limits)).await
     }
 
     async fn subscribe(
@@ -446,7 +449,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        noted(async move {
+        Box::pin(noted(async move {
             let round = request_scope::extension::<RoundInProcess>(&context).cloned();
             if let Some(round) = round {
                 let request_ct = context.ct.clone();
@@ -469,7 +472,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             let mut response = self.inner.call_tool(request, context).await?;
             self.stamp_response(&mut response);
             Ok(response)
-        })
+        }))
         .await
     }
 
