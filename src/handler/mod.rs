@@ -153,7 +153,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: rmcp::model::GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        noted(async move {
+        Box::pin(noted(async move {
             let Some((tasks, _)) = &self.settings.tasks else {
                 return self.inner.get_task(request, context).await;
             };
@@ -161,7 +161,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             let mut result = tasks.get(&owner, &request.task_id).await?;
             self.settings.stamp(&mut result.meta);
             Ok(result)
-        })
+        }))
         .await
     }
 
@@ -170,7 +170,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: rmcp::model::UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        noted(async move {
+        Box::pin(noted(async move {
             let Some((tasks, _)) = &self.settings.tasks else {
                 return self.inner.update_task(request, context).await;
             };
@@ -178,7 +178,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             tasks
                 .update(&owner, &request.task_id, &request.input_responses)
                 .await
-        })
+        }))
         .await
     }
 
@@ -187,13 +187,13 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: rmcp::model::CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        noted(async move {
+        Box::pin(noted(async move {
             let Some((tasks, _)) = &self.settings.tasks else {
                 return self.inner.cancel_task(request, context).await;
             };
             let owner = owner_of(&context);
             tasks.cancel(&owner, &request.task_id).await
-        })
+        }))
         .await
     }
 
@@ -244,11 +244,11 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        noted(async move {
+        Box::pin(noted(async move {
             let mut result = self.inner.complete(request, context).await?;
             self.settings.stamp(&mut result.meta);
             Ok(result)
-        })
+        }))
         .await
     }
 
@@ -265,7 +265,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        noted(async move {
+        Box::pin(noted(async move {
             let mut response = self.inner.get_prompt(request, context).await?;
             match &mut response {
                 GetPromptResponse::Complete(result) => self.settings.stamp(&mut result.meta),
@@ -273,7 +273,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
                 _ => {}
             }
             Ok(response)
-        })
+        }))
         .await
     }
 
@@ -282,7 +282,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        noted(async move {
+        Box::pin(noted(async move {
             let list = ListContext::of(&context);
             let result = self
                 .inner
@@ -295,7 +295,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
                 names.learn_prompts(result.prompts.iter().map(|p| p.name.as_str()))
             });
             self.settings.page(result, request.as_ref(), list, false)
-        })
+        }))
         .await
     }
 
@@ -304,7 +304,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        noted(async move {
+        Box::pin(noted(async move {
             let list = ListContext::of(&context);
             // Handles are per caller and never enumerated: a server whose only resources are
             // handle resources lists none.
@@ -319,7 +319,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
                 names.learn_resources(result.resources.iter().map(|r| r.uri.as_str()))
             });
             self.settings.page(result, request.as_ref(), list, false)
-        })
+        }))
         .await
     }
 
@@ -328,7 +328,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        noted(async move {
+        Box::pin(noted(async move {
             let list = ListContext::of(&context);
             let mut result = if self.settings.inner_resources || self.settings.resources.is_empty()
             {
@@ -350,7 +350,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
                 )
             });
             self.settings.page(result, request.as_ref(), list, false)
-        })
+        }))
         .await
     }
 
@@ -359,7 +359,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        noted(async move {
+        Box::pin(noted(async move {
             let modern = lists::is_modern(&context);
             let request_scope = RequestScope::of(&context).cloned();
             let from_handle = self
@@ -393,7 +393,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
                 _ => {}
             }
             Ok(response)
-        })
+        }))
         .await
     }
 
@@ -481,7 +481,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        noted(async move {
+        Box::pin(noted(async move {
             let list = ListContext::of(&context);
             let mut result = self
                 .inner
@@ -504,7 +504,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
                 self.settings.portable.apply(tool);
             }
             Ok(page)
-        })
+        }))
         .await
     }
 
@@ -517,7 +517,10 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         request: CustomRequest,
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        noted(async move { self.inner.on_custom_request(request, context).await }).await
+        Box::pin(noted(async move {
+            self.inner.on_custom_request(request, context).await
+        }))
+        .await
     }
 
     async fn on_cancelled(
