@@ -81,11 +81,9 @@ impl<H: rmcp::ServerHandler> tower::Service<Request> for Buffered<H> {
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let mut inner = self.0.clone();
+        let answer = answer(self.0.clone(), request, true);
         Box::pin(async move {
-            let request = with_stream_limits(path_as_sent(request), true);
-            let response = tower::Service::call(&mut inner, request).await?;
-            let (parts, body) = response.into_parts();
+            let (parts, body) = answer.await.into_parts();
             let bytes = body.collect().await?.to_bytes();
             let body = if bytes.is_empty() {
                 LambdaBody::Empty
@@ -124,12 +122,24 @@ impl<H: rmcp::ServerHandler> tower::Service<Request> for Streaming<H> {
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let mut inner = self.0.clone();
-        Box::pin(async move {
-            let request = with_stream_limits(path_as_sent(request), false);
-            let response = tower::Service::call(&mut inner, request).await?;
-            Ok(never_empty(response))
-        })
+        let answer = answer(self.0.clone(), request, false);
+        Box::pin(async move { Ok(never_empty(answer.await)) })
+    }
+}
+
+/// The service's answer to an invocation's request: its path as the client sent it, its stream
+/// bounded by the invocation's deadline (`buffered`: the whole answer goes back at once).
+fn answer<H: rmcp::ServerHandler>(
+    mut service: McpService<H>,
+    request: Request,
+    buffered: bool,
+) -> impl std::future::Future<Output = crate::http::HttpResponse> + Send + 'static {
+    let request = with_stream_limits(path_as_sent(request), buffered);
+    async move {
+        match tower::Service::call(&mut service, request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        }
     }
 }
 

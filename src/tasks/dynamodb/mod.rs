@@ -78,6 +78,7 @@ use std::fmt;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use futures::future::{BoxFuture, FutureExt};
 use serde_json::Value;
@@ -138,10 +139,7 @@ impl DynamoDbTaskStore {
         self.table.name()
     }
 
-    fn update(
-        &self,
-        id: HandleId,
-    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+    fn update(&self, id: HandleId) -> UpdateItemFluentBuilder {
         self.table
             .update_item(task_key(id))
             .return_values(ReturnValue::AllNew)
@@ -171,7 +169,7 @@ impl DynamoDbTaskStore {
     /// refused it, the task as it is (`NotFound` when it is gone, expired or not `owner`'s).
     async fn update_as_owner(
         &self,
-        request: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder,
+        request: UpdateItemFluentBuilder,
         operation: &'static str,
         owner: &str,
         now: u64,
@@ -523,10 +521,7 @@ impl TaskStore for DynamoDbTaskStore {
             let mut remove = Vec::new();
             let mut request = self
                 .table
-                .client()
-                .update_item()
-                .table_name(self.table.name())
-                .key(PK, s(task_key(id)))
+                .update_item(task_key(id))
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
                 )
@@ -550,48 +545,8 @@ impl TaskStore for DynamoDbTaskStore {
                         .expression_attribute_values(":error", s(compact("the error", error)?));
                 }
                 RoundEnd::Cancelled => {}
-                RoundEnd::InputRequired {
-                    requests,
-                    keys,
-                    request_state,
-                } => {
-                    let next = round.checked_add(1).ok_or_else(|| {
-                        TaskError::Invalid("no round follows the last one".into())
-                    })?;
-                    set.extend([
-                        "#round = :next",
-                        "input_requests = :requests",
-                        "#responses = :empty",
-                    ]);
-                    request = request
-                        .expression_attribute_names("#round", "round")
-                        .expression_attribute_names("#responses", "responses")
-                        .expression_attribute_names("#pending", "pending")
-                        .expression_attribute_values(":next", n(next))
-                        .expression_attribute_values(
-                            ":requests",
-                            s(compact("the input requests", requests)?),
-                        )
-                        .expression_attribute_values(":empty", AttributeValue::M(HashMap::new()));
-                    if keys.is_empty() {
-                        remove.extend(["#pending", "input_keys"]);
-                    } else {
-                        if keys.iter().any(|k| k.is_empty() || k.len() > MAX_KEY_BYTES) {
-                            return Err(TaskError::Invalid(format!(
-                                "an input request's key must be 1 to {MAX_KEY_BYTES} bytes"
-                            )));
-                        }
-                        set.extend(["#pending = :keys", "input_keys = :keys"]);
-                        request =
-                            request.expression_attribute_values(":keys", ss(keys.iter().cloned()));
-                    }
-                    match request_state {
-                        Some(state) => {
-                            set.push("request_state = :rs");
-                            request = request.expression_attribute_values(":rs", s(state));
-                        }
-                        None => remove.push("request_state"),
-                    }
+                RoundEnd::InputRequired { .. } => {
+                    request = next_round(request, end, round, &mut set, &mut remove)?;
                 }
             }
             let mut expression = format!("SET {}", set.join(", "));
@@ -614,4 +569,57 @@ impl TaskStore for DynamoDbTaskStore {
         }
         .boxed()
     }
+}
+
+/// The writes of a round that ends waiting for input: the next round, its input requests, no
+/// responses yet, the keys still to answer and the sealed request state.
+fn next_round<'a>(
+    mut request: UpdateItemFluentBuilder,
+    end: &RoundEnd,
+    round: u32,
+    set: &mut Vec<&'a str>,
+    remove: &mut Vec<&'a str>,
+) -> Result<UpdateItemFluentBuilder, TaskError> {
+    let RoundEnd::InputRequired {
+        requests,
+        keys,
+        request_state,
+    } = end
+    else {
+        return Ok(request);
+    };
+    let next = round
+        .checked_add(1)
+        .ok_or_else(|| TaskError::Invalid("no round follows the last one".into()))?;
+    set.extend([
+        "#round = :next",
+        "input_requests = :requests",
+        "#responses = :empty",
+    ]);
+    request = request
+        .expression_attribute_names("#round", "round")
+        .expression_attribute_names("#responses", "responses")
+        .expression_attribute_names("#pending", "pending")
+        .expression_attribute_values(":next", n(next))
+        .expression_attribute_values(":requests", s(compact("the input requests", requests)?))
+        .expression_attribute_values(":empty", AttributeValue::M(HashMap::new()));
+    if keys.is_empty() {
+        remove.extend(["#pending", "input_keys"]);
+    } else {
+        if keys.iter().any(|k| k.is_empty() || k.len() > MAX_KEY_BYTES) {
+            return Err(TaskError::Invalid(format!(
+                "an input request's key must be 1 to {MAX_KEY_BYTES} bytes"
+            )));
+        }
+        set.extend(["#pending = :keys", "input_keys = :keys"]);
+        request = request.expression_attribute_values(":keys", ss(keys.iter().cloned()));
+    }
+    match request_state {
+        Some(state) => {
+            set.push("request_state = :rs");
+            request = request.expression_attribute_values(":rs", s(state));
+        }
+        None => remove.push("request_state"),
+    }
+    Ok(request)
 }
