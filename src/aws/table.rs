@@ -39,7 +39,7 @@ use super::retry::{self, Sent};
 use super::{AwsTimeouts, TableError};
 
 /// The table definition, as CloudFormation `AWS::DynamoDB::Table` properties: the one copy in
-/// `infra/handles-table.json`, used by [`create`] (tests, local development) and by the
+/// `infra/handles-table.json`, used by `Table::create` (tests, local development) and by the
 /// deployment template.
 pub const TABLE_DEFINITION: &str = include_str!("../../infra/handles-table.json");
 

@@ -18,7 +18,7 @@ pub enum ListenRefusal {
     /// acknowledgment would not).
     #[error("nothing in the filter can be watched on this server: {0}")]
     NothingToWatch(String),
-    /// More `resourceSubscriptions` than [`MAX_RESOURCE_SUBSCRIPTIONS`] (-32602).
+    /// More `resourceSubscriptions` than [`MAX_RESOURCE_SUBSCRIPTIONS`](super::MAX_RESOURCE_SUBSCRIPTIONS) (-32602).
     #[error("resourceSubscriptions names {count} URIs; at most {max} per listen")]
     TooManyResources {
         /// How many the request named.
@@ -26,7 +26,7 @@ pub enum ListenRefusal {
         /// The limit.
         max: usize,
     },
-    /// More `taskIds` than [`MAX_TASK_SUBSCRIPTIONS`] (-32602).
+    /// More `taskIds` than [`MAX_TASK_SUBSCRIPTIONS`](super::MAX_TASK_SUBSCRIPTIONS) (-32602).
     #[error("taskIds names {count} tasks; at most {max} per listen")]
     TooManyTasks {
         /// How many the request named.
