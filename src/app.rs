@@ -148,12 +148,8 @@ impl App {
         if process_environment {
             config.note_unknown_process_variables();
         }
-        let fetched =
-            crate::startup::fetch(&env, config.auth.take(), config.request_state_keys, true)
-                .await?;
-        config.auth = fetched.auth;
-        config.request_state_keys = fetched.request_state_keys;
-        Self::started(config, fetched.warming).open_stores().await
+        let (config, warming) = config.fetched(&env, true).await?;
+        Self::started(config, warming).open_stores().await
     }
 
     /// Opens the handle store and the change feed the configuration names.

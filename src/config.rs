@@ -255,13 +255,22 @@ impl Config {
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
         let env = Env::new(&lookup);
-        let mut config = Self::read(&env)?;
-        let fetched =
-            crate::startup::fetch(&env, config.auth.take(), config.request_state_keys, false)
-                .await?;
-        config.auth = fetched.auth;
-        config.request_state_keys = fetched.request_state_keys;
+        let (config, _) = Self::read(&env)?.fetched(&env, false).await?;
         Ok(config)
+    }
+
+    /// These settings with the values they keep in AWS fetched (start-up's one step,
+    /// `startup.rs`), and, with `warm`, the issuer's key fetch it started meanwhile.
+    pub(crate) async fn fetched(
+        mut self,
+        env: &Env<'_>,
+        warm: bool,
+    ) -> Result<(Self, Option<crate::auth::Warming>), ConfigError> {
+        let fetched =
+            crate::startup::fetch(env, self.auth.take(), self.request_state_keys, warm).await?;
+        self.auth = fetched.auth;
+        self.request_state_keys = fetched.request_state_keys;
+        Ok((self, fetched.warming))
     }
 
     /// The `MCP_` variables of the process environment no concept reads, for
