@@ -17,7 +17,7 @@ use crate::{
     error::Error,
     handler::{Announce, HandleResource, Hosted, HostedSettings},
     handles::{HandleStore, Handles},
-    http::{Front, McpService},
+    http::{Front, MakeHosted, McpService},
     listen::{Announced, Changes, Listener, ResourceWatch, Watch},
     metrics::Metrics,
     shutdown::Shutdown,
@@ -340,8 +340,12 @@ impl App {
             .with_resources(self.handle_resources, announce)
             .with_metrics(metrics.clone()),
         );
+        let make_hosted: MakeHosted<H> = Arc::new(move || Hosted::new(factory(), hosted.clone()));
         let rmcp = StreamableHttpService::new(
-            move || Ok(Hosted::new(factory(), hosted.clone())),
+            {
+                let make_hosted = make_hosted.clone();
+                move || Ok(make_hosted())
+            },
             Arc::new(LocalSessionManager::default()),
             config.http.rmcp_config(),
         );
@@ -356,7 +360,7 @@ impl App {
             engine.clone(),
             metrics,
         );
-        let service = McpService::new(rmcp, front);
+        let service = McpService::new(rmcp, make_hosted, front);
         if let Some(tasks) = &engine {
             let keys = config.request_state_keys.all();
             tasks.set_runner(Arc::new(service.clone()), &config.http.path, keys);

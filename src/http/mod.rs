@@ -31,6 +31,7 @@ mod body_limit;
 mod cache_headers;
 mod cors;
 mod deadline;
+mod direct;
 mod envelope;
 mod host;
 pub(crate) mod in_process;
@@ -46,6 +47,7 @@ mod task_round;
 mod trace_context;
 
 pub(crate) use deadline::Deadline;
+pub(crate) use direct::MakeHosted;
 pub use origin_secret::OriginSecret;
 pub(crate) use pipeline::Front;
 pub use pipeline::McpService;

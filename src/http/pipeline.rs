@@ -37,6 +37,7 @@ use super::{
     bearer,
     body_limit::{self, RequestBody, request_body},
     cache_headers, cors,
+    direct::{Direct, MakeHosted},
     envelope::{self, Checked, Era},
     host, listen, media_types, metering,
     origin_secret::{self, OriginSecretCheck},
@@ -132,6 +133,9 @@ impl Front {
 /// (clones share everything).
 pub struct McpService<H> {
     rmcp: Arc<Rmcp<H>>,
+    /// rmcp's handler dispatch without its per-request service, where the answer is one
+    /// JSON message (`direct.rs`).
+    direct: Arc<Direct<H>>,
     front: Arc<Front>,
 }
 
@@ -139,14 +143,17 @@ impl<H> Clone for McpService<H> {
     fn clone(&self) -> Self {
         Self {
             rmcp: self.rmcp.clone(),
+            direct: self.direct.clone(),
             front: self.front.clone(),
         }
     }
 }
 
-impl<H> McpService<H> {
-    pub(crate) fn new(rmcp: Rmcp<H>, front: Front) -> Self {
+impl<H: ServerHandler> McpService<H> {
+    /// The service over rmcp's, with `make` the factory rmcp's service makes its handler with.
+    pub(crate) fn new(rmcp: Rmcp<H>, make: MakeHosted<H>, front: Front) -> Self {
         Self {
+            direct: Arc::new(Direct::new(make, &front.settings.allowed_hosts)),
             rmcp: Arc::new(rmcp),
             front: Arc::new(front),
         }
@@ -384,18 +391,23 @@ impl<H: ServerHandler> McpService<H> {
         Ok(checked)
     }
 
-    /// rmcp answers; a refusal that hides one of its decoding gaps is replaced
-    /// by the spec's answer (`rmcp_gaps.rs`).
+    /// rmcp answers (its handler dispatch called directly where the answer is one JSON
+    /// message, `direct.rs`); a refusal that hides one of its decoding gaps is replaced by the
+    /// spec's answer (`rmcp_gaps.rs`).
     async fn rmcp_step(
         &self,
         parts: Parts,
         body: Bytes,
         checked: &Checked,
     ) -> Result<HttpResponse, Rejection> {
-        let response = self
-            .rmcp
-            .handle(Request::from_parts(parts, Full::new(body.clone())))
-            .await;
+        let response = match self.direct.answer(parts, &body, checked).await {
+            Ok(response) => response,
+            Err(parts) => {
+                self.rmcp
+                    .handle(Request::from_parts(parts, Full::new(body.clone())))
+                    .await
+            }
+        };
         if !response.status().is_success()
             && let Some(rejection) = checked.explain_refusal(&body, response.status())
         {
