@@ -123,8 +123,12 @@ impl LogSettings {
                 .finish()
                 .with(quiet)
                 .try_init(),
+            // Colours for a person at a terminal only: a log file, journald or a pipe gets
+            // plain text, and no request pays for styling its span's fields (BENCHMARKS.md,
+            // issue 32: most of what the fields cost).
             Mode::Local => builder
                 .with_writer(std::io::stderr)
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
                 .finish()
                 .with(quiet)
                 .try_init(),

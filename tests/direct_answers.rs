@@ -239,6 +239,16 @@ async fn both_ways(
     direct
 }
 
+/// `request` with a `result` beside its method: no request to rmcp, whose refusal the front
+/// explains (-32600).
+fn with_result(
+    (headers, body): (Vec<(String, String)>, Vec<u8>),
+) -> (Vec<(String, String)>, Vec<u8>) {
+    let mut body: Value = serde_json::from_slice(&body).unwrap();
+    body["result"] = json!({});
+    (headers, serde_json::to_vec(&body).unwrap())
+}
+
 fn named(
     request: (Vec<(String, String)>, Vec<u8>),
     name: &str,
@@ -315,6 +325,7 @@ async fn every_method_answers_as_rmcp_answers() {
         ),
         modern(json!(16), "tasks/get", json!({"taskId": "nope"})),
         modern(json!(17), "tools/list", json!({"cursor": "forged"})),
+        with_result(modern(json!(18), "tools/list", json!({}))),
     ];
     let mut statuses = Vec::new();
     for request in cases {

@@ -127,11 +127,15 @@ const TYPES: &[&str] = &[
 /// stack).
 const MAX_DEPTH: usize = 128;
 
-/// Tool schemas already made portable, by the handler's own `Arc`: a router keeps one `Arc` per
-/// tool schema for the server's life, so each is rewritten once rather than on every
-/// `tools/list` (a clone and a rewrite of every schema per request). The originals are held, so
-/// an address is never reused while it is remembered; past [`MAX_REMEMBERED`] schemas (a
-/// handler that builds its tools anew per request) it starts over.
+/// Tool schemas that had to be rewritten, by the handler's own `Arc`: a router keeps one `Arc`
+/// per tool schema for the server's life, so each is rewritten once rather than on every
+/// `tools/list` (a clone and a rewrite of every schema per request). A schema that is portable
+/// as it is is not remembered: checking it is all the work there is, and a handler that builds
+/// its tools anew per request would otherwise fill the list with schemas it has already
+/// dropped, held alive for nothing and searched on every request (BENCHMARKS.md, issue 32).
+/// The originals are held, so an address is never reused while it is remembered; past
+/// [`MAX_REMEMBERED`] schemas (a handler that builds schemas needing a rewrite anew per
+/// request) it starts over.
 #[derive(Default)]
 pub(crate) struct PortableSchemas {
     seen: std::sync::Mutex<Vec<(Arc<Object>, Arc<Object>)>>,
@@ -169,6 +173,10 @@ impl PortableSchemas {
         }
         let original = schema.clone();
         make_schema_portable(schema);
+        if Arc::ptr_eq(&original, schema) {
+            // Portable as it was: nothing to remember.
+            return;
+        }
         let mut seen = self.seen.lock().expect("portable schemas lock");
         if seen.len() >= MAX_REMEMBERED {
             seen.clear();
@@ -914,6 +922,23 @@ mod tests {
             Value::Object((*tool.output_schema.unwrap()).clone()),
             json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}})
         );
+    }
+
+    #[test]
+    fn a_schema_portable_as_it_is_is_served_as_it_is_and_not_remembered() {
+        let schemas = PortableSchemas::default();
+        // A handler that builds its tools anew per request: each schema a new `Arc`.
+        for _ in 0..3 {
+            let mut tool = Tool::new(
+                "t",
+                "a tool",
+                object(json!({"type": "object", "properties": {"id": {"type": "string"}}})),
+            );
+            let built = tool.input_schema.clone();
+            schemas.apply(&mut tool);
+            assert!(Arc::ptr_eq(&tool.input_schema, &built));
+        }
+        assert!(schemas.seen.lock().unwrap().is_empty());
     }
 
     #[test]

@@ -52,6 +52,7 @@ use rmcp::{
     transport::Transport,
 };
 use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::envelope::{Checked, Era};
@@ -90,18 +91,20 @@ impl<H: ServerHandler> Direct<H> {
         }
     }
 
-    /// The answer to `parts` and `body` (a request the envelope step passed as `checked`),
-    /// or the parts back when rmcp must answer it.
+    /// The answer to the request of `parts` that the envelope step passed as `checked` (its
+    /// parsed message taken out of it), or the parts back when rmcp must answer it.
     pub(crate) async fn answer(
         &self,
         parts: Parts,
-        body: &Bytes,
-        checked: &Checked,
+        checked: &mut Checked,
     ) -> Result<HttpResponse, Parts> {
         let Some(id) = self.answerable(&parts, checked) else {
             return Err(parts);
         };
-        let Some(mut request) = decode(&checked.method, body) else {
+        let Some(message) = checked.message.take() else {
+            return Err(parts);
+        };
+        let Some(mut request) = decode(&checked.method, message) else {
             return Err(parts);
         };
         let meta = request.get_meta();
@@ -242,14 +245,21 @@ fn normalize_host(host: &str) -> String {
         .to_ascii_lowercase()
 }
 
-/// The request, decoded by its method's own type: the variant rmcp's untagged
-/// `ClientRequest` would end on, by the same `Deserialize` (the method is a constant of each
-/// type, so every variant before it fails on the method). `None` for a method without a
-/// decoder here, or a body its type does not fit (rmcp then decodes it, into
-/// `CustomRequest` or a refusal).
-pub(crate) fn decode(method: &str, body: &[u8]) -> Option<ClientRequest> {
-    fn typed<T: DeserializeOwned + Into<ClientRequest>>(body: &[u8]) -> Option<ClientRequest> {
-        serde_json::from_slice::<T>(body).ok().map(Into::into)
+/// The request in `message` (the body as the envelope step parsed it, without its id), decoded
+/// by its method's own type: the variant rmcp's untagged `ClientRequest` would end on, by the
+/// same `Deserialize` (the method is a constant of each type, so every variant before it fails
+/// on the method), from a parsed value as rmcp's untagged decoding reads from its buffered
+/// one. `None` for a method without a decoder here, or a body its type does not fit (rmcp then
+/// decodes it, into `CustomRequest` or a refusal).
+pub(crate) fn decode(method: &str, message: Map<String, Value>) -> Option<ClientRequest> {
+    // rmcp reads a message's shape from its keys first (`JsonRpcMessageShape`): one with a
+    // `result` or an `error` beside its method is no request.
+    if message.contains_key("result") || message.contains_key("error") {
+        return None;
+    }
+    let body = Value::Object(message);
+    fn typed<T: DeserializeOwned + Into<ClientRequest>>(body: Value) -> Option<ClientRequest> {
+        serde_json::from_value::<T>(body).ok().map(Into::into)
     }
     match method {
         "tools/list" => typed::<ListToolsRequest>(body),
@@ -371,6 +381,13 @@ mod tests {
         .unwrap()
     }
 
+    /// The body as the envelope step leaves it: parsed, its id taken out.
+    fn parsed(body: &[u8]) -> Map<String, Value> {
+        let mut message: Map<String, Value> = serde_json::from_slice(body).unwrap();
+        message.remove("id");
+        message
+    }
+
     fn params_of(method: &str) -> serde_json::Value {
         let meta = serde_json::json!({"io.modelcontextprotocol/protocolVersion": VERSION});
         match method {
@@ -390,7 +407,7 @@ mod tests {
     fn each_method_decodes_to_the_variant_rmcp_decodes_it_to() {
         for method in DECODED {
             let body = body(method, params_of(method));
-            let ours = decode(method, &body).unwrap_or_else(|| panic!("{method} decodes"));
+            let ours = decode(method, parsed(&body)).unwrap_or_else(|| panic!("{method} decodes"));
             let rmcp: rmcp::model::ClientJsonRpcMessage = serde_json::from_slice(&body).unwrap();
             let rmcp::model::JsonRpcMessage::Request(rmcp) = rmcp else {
                 panic!("{method}: rmcp reads a request")
@@ -416,8 +433,12 @@ mod tests {
     #[test]
     fn a_body_the_type_does_not_fit_is_left_to_rmcp() {
         let body = body("tools/call", serde_json::json!({"arguments": {}}));
-        assert!(decode("tools/call", &body).is_none());
-        assert!(decode("custom/thing", &body).is_none());
+        assert!(decode("tools/call", parsed(&body)).is_none());
+        assert!(decode("custom/thing", parsed(&body)).is_none());
+        let mut with_result = parsed(&self::body("tools/list", params_of("tools/list")));
+        assert!(decode("tools/list", with_result.clone()).is_some());
+        with_result.insert("result".into(), serde_json::json!({}));
+        assert!(decode("tools/list", with_result).is_none());
     }
 
     #[test]

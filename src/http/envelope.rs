@@ -62,9 +62,11 @@ pub(crate) struct Checked {
     pub(crate) id: Option<Value>,
     /// Whether the body had `params`.
     pub(crate) has_params: bool,
-    /// The message as parsed, without its id, kept for `subscriptions/listen` only: the one
-    /// step after this that reads more of the body (`listen.rs`) reads it here instead of
-    /// parsing the body again. Every other request frees it here, as soon as it is checked.
+    /// The message as parsed, without its id, kept for a 2026-07-28 request: the steps after
+    /// this that read more of the body read it here instead of parsing the body again, and
+    /// take it out (`listen.rs` the listen filter, `direct.rs` the request it decodes, which
+    /// moves its strings instead of copying them). Every other request frees it here, as soon
+    /// as it is checked.
     pub(crate) message: Option<Map<String, Value>>,
 }
 
@@ -264,14 +266,13 @@ pub(crate) fn check(
     if rmcp_gaps::list_cursor_is_not_a_string(&method, params) {
         return Err(Rejection::InvalidParams("cursor must be a string".into()));
     }
-    let message = (method == "subscriptions/listen").then_some(object);
     Ok(Checked {
         method,
         name,
         era: Era::Modern,
         id,
         has_params,
-        message,
+        message: Some(object),
     })
 }
 

@@ -16,7 +16,7 @@
 //! | *envelope* | `envelope.rs` (parsed by `strict_json.rs`: a repeated key is -32700) | 400/-32700, -32600, -32020, -32602, -32022; 404/-32601 |
 //! | *auth*: the `Caller`, built once | `bearer.rs` (decisions in [`auth`](crate::auth)) | 401, 403 |
 //! | *listen filter* (`subscriptions/listen` only) | `listen.rs` (decisions in [`listen`](crate::listen)) | -32602, -32021, 503 |
-//! | *rmcp* and the handler | `pipeline.rs`, [`handler`](crate::handler) | rmcp's answers |
+//! | *rmcp* and the handler: a plain 2026-07-28 request through rmcp's handler dispatch directly, anything else through rmcp's service | `pipeline.rs`, `direct.rs`, [`handler`](crate::handler) | rmcp's answers |
 //! | *retry after*: a caller's limit that waiting lifts, from the request's scope | `pipeline.rs` | 429 with `Retry-After` |
 //! | *cache headers*, from the request's scope | `cache_headers.rs` | — |
 //! | *CORS* | `cors.rs` | — |

@@ -344,7 +344,7 @@ impl<H: ServerHandler> McpService<H> {
         // request's scope.
         parts.extensions.insert(caller);
         parts.extensions.insert(scope.clone());
-        let mut response = self.rmcp_step(parts, body, &checked).await?;
+        let mut response = self.rmcp_step(parts, body, &mut checked).await?;
         if let Some(task_ids) = listen_task_ids {
             response = rmcp_gaps::acknowledge_task_ids(response, task_ids);
         }
@@ -398,11 +398,13 @@ impl<H: ServerHandler> McpService<H> {
         &self,
         parts: Parts,
         body: Bytes,
-        checked: &Checked,
+        checked: &mut Checked,
     ) -> Result<HttpResponse, Rejection> {
-        let response = match self.direct.answer(parts, &body, checked).await {
+        let response = match self.direct.answer(parts, checked).await {
             Ok(response) => response,
             Err(parts) => {
+                // rmcp decodes the body itself: the parsed message is not needed while it runs.
+                checked.message = None;
                 self.rmcp
                     .handle(Request::from_parts(parts, Full::new(body.clone())))
                     .await
