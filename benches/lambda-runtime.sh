@@ -21,7 +21,8 @@
 # Environment: CARGO_TARGET_DIR (default ~/.cache/mcp-lambda-target), MCP_WORK (default
 # ~/.cache/mcp-lambda-work), BENCH_INITS, BENCH_ROUNDS, BENCH_BATCH, BENCH_CONCURRENCY, BENCH_BURST
 # (override the run's size),
-# BENCH_PROFILE (release or debug, overriding the mode's).
+# BENCH_PROFILE (release, quick or debug, overriding the mode's), BENCH_BEFORE (a before/after of a
+# change: below).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SMOKE_NAME=lambda-runtime-smoke
@@ -39,7 +40,7 @@ RESULTS="$OUT/results.jsonl"
 
 echo "==> cargo build ($PROFILE): basket, bench_lambda_runtime, bench_lambda_hello"
 flags=()
-[ "$PROFILE" = release ] && flags=(--release)
+[ "$PROFILE" != debug ] && flags=(--profile "$PROFILE")
 # The full run builds the basket alone, as it is deployed (built together with the examples,
 # the dev-dependencies' features would be unified into it); the smoke run builds all three at
 # once, as `cargo test --all-targets` has already built them.
@@ -80,6 +81,32 @@ print(json.dumps({"kind": "machine", "mode": mode, "profile": profile, "inits": 
     "loadavg_start": open("/proc/loadavg").read().split()[:3], "rustc": out("rustc", "--version"),
     "commit": out("git", "describe", "--always", "--dirty"), "binary_bytes": sizes}))
 EOF
+
+# BENCH_BEFORE=DIR: a before/after of a change instead of the run above: DIR/basket (an older
+# tree's, built the same way) and this tree's basket, each beside the same hello, in alternating
+# passes of the driver (BENCH_AB_PASSES, 3; BENCH_OPS as set, hello and tools/list by default),
+# CPU per invocation read as a ratio to the hello of the same pass. Its report stays in the run's
+# folder (ab.md); BENCHMARKS.md is not touched.
+if [ -n "${BENCH_BEFORE:-}" ]; then
+  [ -x "$BENCH_BEFORE/basket" ] || { fail "BENCH_BEFORE: no $BENCH_BEFORE/basket"; finish; }
+  export BENCH_OPS=${BENCH_OPS:-hello,tools/list}
+  for pass_no in $(seq "${BENCH_AB_PASSES:-3}"); do
+    for side in before after; do
+      basket="$BIN/basket"; [ "$side" = before ] && basket="$BENCH_BEFORE/basket"
+      echo "==> pass $pass_no, $side: $basket ($BENCH_OPS)"
+      if "$BIN/examples/bench_lambda_runtime" "$basket" "$BIN/examples/bench_lambda_hello" \
+        "$ENDPOINT" "$OUT/$side-$pass_no.jsonl" "$OUT" 2 "$ROUNDS" "$BATCH" 0 0 \
+        2>"$OUT/driver-$side-$pass_no.log"; then
+        pass "$side, pass $pass_no: every invocation answered"
+      else
+        tail -5 "$OUT/driver-$side-$pass_no.log"; fail "$side, pass $pass_no (see $OUT/driver-$side-$pass_no.log)"
+      fi
+    done
+  done
+  python3 benches/lambda_report.py --ab "$OUT" >"$OUT/ab.md" && cat "$OUT/ab.md" && pass "before/after report ($OUT/ab.md)" \
+    || fail "before/after report"
+  finish
+fi
 
 echo "==> measuring: $INITS starts of each function, $ROUNDS round(s) × $BATCH invocations per operation, then $BURST at once per operation with AWS_LAMBDA_MAX_CONCURRENCY=$CONCURRENCY, then $INITS starts each on an emulated network ($EMULATED ms round trips)"
 if "$BIN/examples/bench_lambda_runtime" "$BIN/basket" "$BIN/examples/bench_lambda_hello" \

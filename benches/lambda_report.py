@@ -506,8 +506,49 @@ def report(results_path, markdown):
     return "\n".join(out)
 
 
+def ab(folder):
+    """The before/after of `lambda-runtime.sh` with BENCH_BEFORE: each pass's CPU per invocation
+    of every operation, and its ratio to the hello of the same pass, before and after."""
+    import glob
+    ticks_per_s = os.sysconf("SC_CLK_TCK")
+    rows = {}
+    for path in sorted(glob.glob(os.path.join(folder, "before-*.jsonl")) + glob.glob(os.path.join(folder, "after-*.jsonl"))):
+        side, pass_no = os.path.basename(path)[:-len(".jsonl")].split("-")
+        cpu = {}
+        for rec in map(json.loads, open(path)):
+            if rec.get("kind") != "invoke":
+                continue
+            ticks, n = cpu.get(rec["op"], (0, 0))
+            cpu[rec["op"]] = (ticks + rec["cpu_ticks"], n + rec["invocations"])
+        for op, (ticks, n) in cpu.items():
+            rows.setdefault(op, {}).setdefault(side, []).append((int(pass_no), ticks / ticks_per_s / n * 1e6, n))
+        rows.setdefault("_hello", {}).setdefault(side, []).append((int(pass_no), cpu.get("hello", (0, 1))[0] / ticks_per_s / cpu.get("hello", (0, 1))[1] * 1e6, 0))
+    out = ["| operation | side | CPU µs/inv per pass | mean | × hello of the same pass (mean) |", "|---|---|---|---:|---:|"]
+    summary = {}
+    for op in sorted(k for k in rows if k != "_hello"):
+        for side in ("before", "after"):
+            passes = sorted(rows[op].get(side, []))
+            if not passes:
+                continue
+            hello = dict((p, c) for p, c, _ in rows["_hello"].get(side, []))
+            ratios = [c / hello[p] for p, c, _ in passes if hello.get(p)]
+            mean = statistics.mean(c for _, c, _ in passes)
+            summary[(op, side)] = (mean, statistics.mean(ratios) if ratios else None)
+            out.append(f"| {op} | {side} | {', '.join(f'{c:.0f}' for _, c, _ in passes)} | {mean:.0f} | "
+                       f"{summary[(op, side)][1]:.2f}× |" if ratios else f"| {op} | {side} | — | {mean:.0f} | — |")
+    out.append("")
+    for op in sorted(k for k in rows if k not in ("_hello", "hello")):
+        b, a = summary.get((op, "before")), summary.get((op, "after"))
+        if b and a:
+            out.append(f"- {op}: after ÷ before, CPU per invocation {a[0] / b[0]:.2f}; as a ratio to the hello {a[1]:.2f}× against {b[1]:.2f}×.")
+    return "\n".join(out)
+
+
 def main():
     args = sys.argv[1:]
+    if len(args) == 2 and args[0] == "--ab":
+        print(ab(args[1]))
+        return
     if not args or len(args) not in (1, 3) or (len(args) == 3 and args[1] != "--write"):
         sys.exit(__doc__)
     target = args[2] if len(args) == 3 else os.path.join(HERE, "..", "BENCHMARKS.md")

@@ -24,7 +24,11 @@
 # Installs what it needs: wrk (Debian), the TypeScript SDK (npm ci in benches/ts), a Python venv
 # with mcp 2.3.0 (and matplotlib for the chart) in $MCP_WORK/venv-bench.
 # Environment: CARGO_TARGET_DIR (default ~/.cache/mcp-lambda-target), MCP_WORK (default
-# ~/.cache/mcp-lambda-work), BENCH_ROUNDS, BENCH_SECONDS, BENCH_STARTS (override the full run).
+# ~/.cache/mcp-lambda-work), BENCH_ROUNDS, BENCH_SECONDS, BENCH_STARTS (override the full run),
+# BENCH_BEFORE (a folder with an older tree's bench_server, built the same way: measured as
+# "before" in the same run, for a change's before/after), BENCH_PROFILE (the cargo profile of the
+# servers: release for the full run, debug for the smoke; quick for a faster before/after). Only a
+# full release run without BENCH_BEFORE writes BENCHMARKS.md; any other keeps report.md in its folder.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -38,6 +42,7 @@ else
   ROUNDS=${BENCH_ROUNDS:-3}; SECONDS_PER_RUN=${BENCH_SECONDS:-5}; STARTS=${BENCH_STARTS:-20}
   CONNS="1 16"; PROFILE=release
 fi
+PROFILE=${BENCH_PROFILE:-$PROFILE}
 new_run "$MODE" "$MODE run"
 RESULTS="$OUT/results.jsonl"
 : >"$RESULTS"
@@ -69,10 +74,10 @@ setup() {
   fi
   echo "==> cargo build ($PROFILE): bench_server bench_rmcp bench_hyper bench_harness"
   local flags=()
-  [ "$PROFILE" = release ] && flags=(--release)
+  [ "$PROFILE" != debug ] && flags=(--profile "$PROFILE")
   cargo build --locked "${flags[@]}" --example bench_server --example bench_rmcp \
     --example bench_hyper --example bench_harness >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; return 1; }
-  if [ "$MODE" = full ]; then
+  if [ "$MODE" = full ] && [ "$PROFILE" = release ] && [ -z "${BENCH_BEFORE:-}" ]; then
     echo "==> cargo build --release --bin basket (the Lambda binary, for its size)"
     cargo build --locked --release --bin basket >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; return 1; }
   fi
@@ -83,7 +88,13 @@ PY="$VENV/bin/python"
 
 # --- The servers -----------------------------------------------------------------
 SERVERS=(mcp-lambda mcp-lambda+auth rmcp ts-sdk py-sdk hyper)
-declare -A PORT=([mcp-lambda]=3100 [mcp-lambda+auth]=3105 [rmcp]=3101 [ts-sdk]=3102 [py-sdk]=3103 [hyper]=3104)
+declare -A PORT=([mcp-lambda]=3100 [mcp-lambda+auth]=3105 [rmcp]=3101 [ts-sdk]=3102 [py-sdk]=3103 [hyper]=3104 [before]=3106)
+# BENCH_BEFORE=DIR: also runs DIR/bench_server (an older tree's, built the same way) as the
+# server "before", beside everything else in the same interleaved run: a change's before/after.
+if [ -n "${BENCH_BEFORE:-}" ]; then
+  [ -x "$BENCH_BEFORE/bench_server" ] || { fail "BENCH_BEFORE: no $BENCH_BEFORE/bench_server"; finish; }
+  SERVERS=(mcp-lambda before mcp-lambda+auth rmcp ts-sdk py-sdk hyper)
+fi
 QUIET_LOG="warn,rmcp=warn"
 
 # The issuer for mcp-lambda+auth: a JWKS on loopback and one RS256 token for the audience.
@@ -105,6 +116,7 @@ if [ -n "$TOKEN" ]; then pass "issuer on $ISSUER"; else fail "issuer (see $OUT/i
 command_of() {
   case "$1" in
     mcp-lambda) echo env MCP_BIND=127.0.0.1:${PORT[$1]} MCP_LOG=$QUIET_LOG "$BIN/bench_server" ;;
+    before) echo env MCP_BIND=127.0.0.1:${PORT[$1]} MCP_LOG=$QUIET_LOG "$BENCH_BEFORE/bench_server" ;;
     mcp-lambda+auth) echo env MCP_BIND=127.0.0.1:${PORT[$1]} MCP_LOG=$QUIET_LOG \
       MCP_AUTH_ISSUER="$ISSUER" MCP_AUTH_AUDIENCE="$AUDIENCE" "$BIN/bench_server" ;;
     rmcp) echo env BENCH_BIND=127.0.0.1:${PORT[$1]} "$BIN/bench_rmcp" ;;
@@ -289,7 +301,11 @@ record "{\"kind\":\"end\",\"loadavg_end\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
 # --- 6. The report ------------------------------------------------------------------
 echo "==> report"
 report_args=("$RESULTS" --out "$OUT")
-[ "$MODE" = full ] && report_args+=(--chart benches/side-by-side.png --doc BENCHMARKS.md)
+# A before/after run (BENCH_BEFORE) or another profile keeps its report in its folder: the section
+# in BENCHMARKS.md is the release build's standing table.
+if [ "$MODE" = full ] && [ "$PROFILE" = release ] && [ -z "${BENCH_BEFORE:-}" ]; then
+  report_args+=(--chart benches/side-by-side.png --doc BENCHMARKS.md)
+fi
 if "$PY" benches/report.py "${report_args[@]}"; then pass "report (table$([ "$MODE" = full ] && echo ', chart, BENCHMARKS.md'))"
 else fail "report"; fi
 finish

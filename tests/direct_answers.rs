@@ -476,3 +476,25 @@ async fn hosts_are_judged_as_rmcp_judges_them() {
         assert_eq!(direct, rmcp, "Host {host:?}");
     }
 }
+
+/// Every request's future is boxed and moved as a whole: a step's state kept inline in it (rmcp's
+/// service is kilobytes) is copied on every request, refusals included. The steps that need
+/// much (rmcp, the direct answer, auth, listen) are boxed; this holds the rest to a few
+/// kilobytes (8 KiB before they were; the bound is loose for a debug build's layout).
+#[tokio::test]
+async fn a_request_future_stays_small() {
+    use tower::Service as _;
+    let mut service = service(&[]);
+    let (headers, body) = modern(json!(1), "tools/list", json!({}));
+    let mut request =
+        http::Request::post("http://127.0.0.1:3000/mcp").header("host", "127.0.0.1:3000");
+    for (name, value) in &headers {
+        request = request.header(name.as_str(), value.as_str());
+    }
+    let request = request
+        .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+        .unwrap();
+    let future = service.call(request);
+    let size = std::mem::size_of_val(&*future);
+    assert!(size < 4096, "a request's future is {size} bytes");
+}

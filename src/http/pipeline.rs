@@ -266,7 +266,7 @@ impl<H: ServerHandler> McpService<H> {
                 }
                 Method::OPTIONS => cors::preflight(),
                 Method::GET | Method::DELETE if settings.legacy_sessions => {
-                    self.rmcp.handle(request).await
+                    Box::pin(self.rmcp.handle(request)).await
                 }
                 _ => Rejection::MethodNotAllowed.into_response(None),
             };
@@ -325,7 +325,15 @@ impl<H: ServerHandler> McpService<H> {
         // *auth* on the method and name the body names (401, 403): the caller, built once.
         let principal = match &front.auth {
             Some(auth) => {
-                bearer::authorize(auth, &parts, &checked.method, checked.name.as_deref()).await?
+                // Boxed, as every step that may wait on the network: a JWKS refresh's or an
+                // introspection's state is kilobytes, and only some requests need it.
+                Box::pin(bearer::authorize(
+                    auth,
+                    &parts,
+                    &checked.method,
+                    checked.name.as_deref(),
+                ))
+                .await?
             }
             None => None,
         };
@@ -336,7 +344,7 @@ impl<H: ServerHandler> McpService<H> {
             Some(listener)
                 if checked.method == "subscriptions/listen" && checked.era == Era::Modern =>
             {
-                listen::prepare(listener, &caller, &mut parts, &mut checked).await?
+                Box::pin(listen::prepare(listener, &caller, &mut parts, &mut checked)).await?
             }
             _ => (body, None),
         };
@@ -400,14 +408,19 @@ impl<H: ServerHandler> McpService<H> {
         body: Bytes,
         checked: &mut Checked,
     ) -> Result<HttpResponse, Rejection> {
-        let response = match self.direct.answer(parts, checked).await {
+        // Both boxed: their states (rmcp's is several kilobytes) would otherwise sit inline in
+        // every request's future, refusals included, and be copied with it wherever it moves
+        // (BENCHMARKS.md, issue 32).
+        let response = match Box::pin(self.direct.answer(parts, checked)).await {
             Ok(response) => response,
             Err(parts) => {
                 // rmcp decodes the body itself: the parsed message is not needed while it runs.
                 checked.message = None;
-                self.rmcp
-                    .handle(Request::from_parts(parts, Full::new(body.clone())))
-                    .await
+                Box::pin(
+                    self.rmcp
+                        .handle(Request::from_parts(parts, Full::new(body.clone()))),
+                )
+                .await
             }
         };
         if !response.status().is_success()
