@@ -103,6 +103,21 @@ def report(results_path):
             f"{size['zip_bytes'] / 1e6:.1f} |"
         )
     w("")
+    growth = []
+    for s in servers:
+        rs = [r for r in rows if r["kind"] == "invoke" and r["server"] == s and r.get("rss_kib")]
+        if len(rs) > 1:
+            n = sum(r["invocations"] for r in rs[1:])
+            growth.append(
+                f"{LABELS[s]} {fmt(mib(rs[0]['rss_kib']), 1)} → {fmt(mib(rs[-1]['rss_kib']), 1)} MiB "
+                f"over {n:,} invocations ({(rs[-1]['rss_kib'] - rs[0]['rss_kib']) / n * 1e3:,.0f} KiB per 1,000)"
+            )
+    if growth:
+        w(
+            "Resident memory (`VmRSS`) of the warm process after its first measured batch and after "
+            "its last: " + "; ".join(growth) + "."
+        )
+        w("")
 
     # --- Invocations ---
     stats = {}

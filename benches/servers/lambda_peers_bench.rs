@@ -17,7 +17,7 @@
 //!   received), for `tools/list` and `tools/call` (the three tools in turn). One warm process of
 //!   each server; `ROUNDS` rounds of `BATCH` invocations per server and request kind after a
 //!   warm-up, the order of the servers and of the kinds rotated every round; each process's CPU
-//!   time over every batch and its peak resident memory at the end.
+//!   time over every batch, its resident memory after each and its peak at the end.
 //!
 //! Every answer is checked: status 200, a JSON-RPC result with the request's id, not a tool
 //! error, and the content expected (the three tools listed; each call's text). Every request
@@ -380,6 +380,7 @@ impl Bench {
                         latencies.push(l.as_secs_f64() * 1e3);
                     }
                     let ticks = functions[server].cpu_ticks().saturating_sub(before);
+                    let (_, rss) = functions[server].memory_kib();
                     self.record(json!({
                         "kind": "invoke",
                         "server": self.servers[server].name,
@@ -387,6 +388,7 @@ impl Bench {
                         "round": round,
                         "invocations": batch,
                         "cpu_ticks": ticks,
+                        "rss_kib": rss,
                         "duration_ms": durations,
                         "latency_ms": latencies,
                     }))?;
