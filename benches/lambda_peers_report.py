@@ -162,6 +162,22 @@ def report(results_path):
     )
     w(f"p50 of each round, ms (spread across the {machine['rounds']} rounds): {spread}.")
     w("")
+    tails = []
+    for s in servers:
+        rs = [r for r in rows if r["kind"] == "invoke" and r["server"] == s]
+        slow = [sum(1 for x in r["duration_ms"] if x > 1.0) for r in rs]
+        pairs = [(d, l) for r in rs for d, l in zip(r["duration_ms"], r["latency_ms"]) if d > 1.0]
+        after = sum(d - l for d, l in pairs) / sum(d for d, _ in pairs) if pairs else 0
+        tails.append(
+            f"{s} {sum(slow):,} of {sum(r['invocations'] for r in rs):,} (in "
+            f"{sum(1 for n in slow if n)} of {len(rs)} batches, at most {max(slow)} in one; "
+            f"{after:.0%} of their time after the answer was posted, before the next `/next`)"
+        )
+    w(
+        "Invocations over 1 ms, where the p99 comes from: " + "; ".join(tails) + ". The machine "
+        "is shared with other builds, and how many a batch has varies with them."
+    )
+    w("")
     init_usd = {s: (med_init[s] + med_first[s]) / 1000 * MB / 1024 * gbs * 1e6 for s in servers}
     w(
         f"USD per 1 M = $0.20 + mean ⌈billed ms⌉ / 1000 × {MB}/1024 GB × ${gbs:.10f} per GB-s "
