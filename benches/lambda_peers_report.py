@@ -96,11 +96,12 @@ def report(results_path):
         first_rss = statistics.median(r["first_peak_rss_kib"] for r in inits[s])
         size = machine["sizes"][s]
         warm_rss = memory.get(s, {}).get("peak_rss_kib")
+        zipped = f"{size['zip_bytes'] / 1e6:.1f}" if size["zip_bytes"] else "— (debug)"
         w(
             f"| {LABELS[s]} | {fmt(med_init[s])} | {fmt(pct(ms, 0.9))} | {fmt(med_first[s])} | "
             f"{ratio(cold[s], cold[BASE])} | {fmt(mib(first_rss), 1)} | "
             f"{fmt(mib(warm_rss), 1) if warm_rss else '—'} | {size['binary_bytes'] / 1e6:.1f} | "
-            f"{size['zip_bytes'] / 1e6:.1f} |"
+            f"{zipped} |"
         )
     w("")
     growth = []
