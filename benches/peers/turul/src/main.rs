@@ -21,7 +21,10 @@ impl EchoTool {
 }
 
 #[derive(McpTool, Clone, Default)]
-#[tool(name = "reverse", description = "Reverse the text, character by character")]
+#[tool(
+    name = "reverse",
+    description = "Reverse the text, character by character"
+)]
 struct ReverseTool {
     #[param(description = "The text to work on.")]
     text: String,
