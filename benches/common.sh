@@ -1,5 +1,6 @@
 # Sourced by the benchmark scripts (benches/side-by-side.sh, benches/lambda-runtime.sh,
-# benches/listeners.sh) from the repository's root, with the script's own arguments:
+# benches/lambda-peers.sh, benches/listeners.sh) from the repository's root, with the script's own
+# arguments:
 #
 #   SMOKE_NAME=bench-smoke; source benches/common.sh "$@"
 #

@@ -115,6 +115,10 @@ check instructions-smoke bash -c 'for kind in tools_list tools_call listen refus
 # --- The Lambda runtime-path benchmark, smoke mode (the basket and a lambda_http hello under
 #     loopback Runtime APIs, DynamoDB Local; numbers come out)
 suite lambda-runtime-smoke benches/lambda-runtime.sh --smoke
+# --- The peers benchmark, smoke mode (mcp-lambda, pmcp and turul-mcp-aws-lambda built from
+#     crates.io in debug, each under a loopback Runtime API; every answer checked): about 4
+#     minutes cold, the peers' own builds (benches/peers/, a workspace of its own)
+suite lambda-peers-smoke benches/lambda-peers.sh --smoke
 # --- The listener benchmark, smoke mode (1, 10, 100 streams on one process; DynamoDB Local
 #     behind a request-counting proxy: requests per poll and delivery within two polls)
 suite listeners-smoke benches/listeners.sh --smoke
