@@ -27,6 +27,11 @@
 //!   cancelled when the answer is dropped first, as rmcp runs it;
 //! - the answer is rmcp's JSON-RPC message, with rmcp's status for it ([`status_of`]).
 //!
+//! Not carried over: rmcp's task-locals naming the request a handler serves (they are
+//! `pub(crate)` in rmcp). They tag server-to-client requests, which 2026-07-28 forbids (the
+//! peer refuses them by its version anyway), and rmcp's own task manager, which the tasks
+//! extension here does not use (`crate::tasks`).
+//!
 //! Whatever this step cannot answer exactly as rmcp would goes to rmcp as before: a 2025-era
 //! request, a notification, a stream, a `Host` outside the allow-list or any `Origin` (rmcp
 //! judges those), a session header, `Mcp-Param-*` headers or a tool whose schema routes a
