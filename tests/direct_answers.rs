@@ -9,7 +9,7 @@ use mcp_lambda_test_support as support;
 
 use std::sync::{
     Arc,
-    atomic::{AtomicUsize, Ordering},
+    atomic::{AtomicBool, AtomicUsize, Ordering},
 };
 
 use mcp_lambda::App;
@@ -35,6 +35,9 @@ struct Everything {
     /// How many requests reached the handler without rmcp's service: their peer's transport
     /// is closed (rmcp's service hands every handler a live one).
     direct: Arc<AtomicUsize>,
+    /// `slow` saw its request's token cancelled, and ran to its end.
+    slow_saw_cancel: Arc<AtomicBool>,
+    slow_finished: Arc<AtomicBool>,
 }
 
 impl Everything {
@@ -109,6 +112,18 @@ impl ServerHandler for Everything {
                 ])));
             }
             "refuse" => return Err(ErrorData::invalid_params("no, thank you", None)),
+            "panic" => panic!("a handler that panics"),
+            "slow" => {
+                for _ in 0..50 {
+                    if context.ct.is_cancelled() {
+                        self.slow_saw_cancel.store(true, Ordering::SeqCst);
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+                self.slow_finished.store(true, Ordering::SeqCst);
+                "slow".to_owned()
+            }
             "notify" => {
                 let token = context
                     .meta
@@ -497,4 +512,58 @@ async fn a_request_future_stays_small() {
     let future = service.call(request);
     let size = std::mem::size_of_val(&*future);
     assert!(size < 4096, "a request's future is {size} bytes");
+}
+
+#[tokio::test]
+async fn a_handler_whose_answer_is_dropped_runs_on_with_its_token_cancelled() {
+    // rmcp runs each handler in a task and cancels its token when the client goes; the direct
+    // answer polls the handler in place and, when dropped, hands the rest to a task.
+    use tower::Service as _;
+    let handler = Everything::default();
+    let mut service = served(&[], handler.clone());
+    let (headers, body) = named(
+        modern(json!(1), "tools/call", json!({"name": "slow"})),
+        "slow",
+    );
+    let mut request =
+        http::Request::post("http://127.0.0.1:3000/mcp").header("host", "127.0.0.1:3000");
+    for (name, value) in &headers {
+        request = request.header(name.as_str(), value.as_str());
+    }
+    let request = request
+        .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+        .unwrap();
+    let answer =
+        tokio::time::timeout(std::time::Duration::from_millis(50), service.call(request)).await;
+    assert!(answer.is_err(), "the slow tool answered within 50 ms");
+    for _ in 0..100 {
+        if handler.slow_finished.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(
+        handler.slow_finished.load(Ordering::SeqCst),
+        "the handler was dropped, not run to its end"
+    );
+    assert!(
+        handler.slow_saw_cancel.load(Ordering::SeqCst),
+        "the handler's token was not cancelled"
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_handler_gets_a_500_and_the_server_serves_on() {
+    let service = service(&[]);
+    let answer = post(
+        &service,
+        named(
+            modern(json!(1), "tools/call", json!({"name": "panic"})),
+            "panic",
+        ),
+    )
+    .await;
+    assert_eq!(answer.status, 500, "{}", answer.text);
+    let next = post(&service, modern(json!(2), "tools/list", json!({}))).await;
+    assert_eq!(next.status, 200, "{}", next.text);
 }

@@ -23,8 +23,9 @@
 //!   that sends a message anyway gets rmcp's `TransportClosed`, where the spec has it send
 //!   none;
 //! - the handler runs through rmcp's dispatch, `Service::handle_request` (where rmcp checks
-//!   the version and the `_meta` and routes the method), in a task of its own whose token is
-//!   cancelled when the answer is dropped first, as rmcp runs it;
+//!   the version and the `_meta` and routes the method), polled in place; if the answer is
+//!   dropped first, its token is cancelled and it runs on in a task of its own, as rmcp runs
+//!   every handler ([`RunsToEnd`]);
 //! - the answer is rmcp's JSON-RPC message, with rmcp's status for it ([`status_of`]).
 //!
 //! Not carried over: rmcp's task-locals naming the request a handler serves (they are
@@ -39,9 +40,16 @@
 //! not fit. `tests/direct_answers.rs` sends each kind of request both ways and compares the
 //! answers byte for byte.
 
-use std::sync::Arc;
+use std::{
+    future::Future,
+    panic::AssertUnwindSafe,
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+};
 
 use bytes::Bytes;
+use futures::future::BoxFuture;
 use http::{HeaderMap, StatusCode, Uri, header, request::Parts, uri::Authority};
 use http_body_util::{BodyExt as _, Full};
 use rmcp::{
@@ -137,10 +145,14 @@ impl<H: ServerHandler> Direct<H> {
         std::mem::swap(&mut context.extensions, request.extensions_mut());
         let cancel = CancellationToken::new();
         context.ct = cancel.child_token();
-        // rmcp cancels the request's token when its answer is dropped before the handler is
-        // done, and once it has answered.
+        let handled = RunsToEnd {
+            handler: Some(Box::pin(async move {
+                service.handle_request(request, context).await
+            })),
+            cancel: cancel.clone(),
+        };
+        // rmcp cancels the request's token once it has answered, too.
         let _cancel_on_exit = cancel.drop_guard();
-        let handled = tokio::spawn(async move { service.handle_request(request, context).await });
         let message = match handled.await {
             Ok(Ok(result)) => ServerJsonRpcMessage::response(result, id),
             Ok(Err(error)) => {
@@ -211,6 +223,49 @@ impl<H: ServerHandler> Direct<H> {
         allowed
             .iter()
             .any(|entry| entry.host == host && entry.port.is_none_or(|p| port == Some(p)))
+    }
+}
+
+/// The handler's future, polled in place rather than in a task of its own; if the answer is
+/// dropped before the handler is done (a client gone), the request's token is cancelled and the
+/// rest of the handler runs on in a task, as rmcp runs every handler. A panic in the handler is
+/// its answer (`Err`), as a task's would be.
+///
+/// rmcp spawns a task per handler; on the local server's multi-threaded runtime that task may
+/// wake the other worker, and every request pays for it (BENCHMARKS.md, issue 32).
+struct RunsToEnd<T: Send + 'static> {
+    handler: Option<BoxFuture<'static, T>>,
+    cancel: CancellationToken,
+}
+
+impl<T: Send + 'static> Future for RunsToEnd<T> {
+    type Output = Result<T, Box<dyn std::any::Any + Send>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(handler) = self.handler.as_mut() else {
+            return Poll::Pending;
+        };
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| handler.as_mut().poll(cx)));
+        let answer = match polled {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(answer)) => Ok(answer),
+            Err(panic) => Err(panic),
+        };
+        // Done, or a future that panicked and may not be polled again: nothing left to run.
+        self.handler = None;
+        Poll::Ready(answer)
+    }
+}
+
+impl<T: Send + 'static> Drop for RunsToEnd<T> {
+    fn drop(&mut self) {
+        if let Some(handler) = self.handler.take() {
+            self.cancel.cancel();
+            // Outside a runtime (one shutting down) there is nowhere to run it: it is dropped.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(handler);
+            }
+        }
     }
 }
 
