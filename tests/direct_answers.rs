@@ -80,22 +80,12 @@ impl ServerHandler for Everything {
                 "Tries to send a progress notification.",
                 json!({}),
             ),
-            tool(
-                "regional",
-                "Routes its region into a header.",
-                json!({"region": {"type": "string", "x-mcp-header": "Region"}}),
-            ),
+            regional(),
         ]))
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        (name == "regional").then(|| {
-            tool(
-                "regional",
-                "Routes its region into a header.",
-                json!({"region": {"type": "string", "x-mcp-header": "Region"}}),
-            )
-        })
+        (name == "regional").then(regional)
     }
 
     async fn call_tool(
@@ -221,6 +211,15 @@ impl ServerHandler for Everything {
             CompletionInfo::new(vec!["alpha".into(), "beta".into()]).unwrap(),
         ))
     }
+}
+
+/// The tool that routes its `region` argument into an `Mcp-Param-Region` header.
+fn regional() -> rmcp::model::Tool {
+    tool(
+        "regional",
+        "Routes its region into a header.",
+        json!({"region": {"type": "string", "x-mcp-header": "Region"}}),
+    )
 }
 
 fn service(vars: &[(&str, &str)]) -> mcp_lambda::McpService<Everything> {
@@ -424,8 +423,6 @@ async fn a_message_the_spec_forbids_is_refused_to_the_handler_and_an_asked_one_i
         .to_owned();
     assert!(text.starts_with("not sent"), "{text}");
     // With one, rmcp's service streams it before the answer.
-    let mut params = json!({"name": "notify"});
-    params["_meta"] = json!({"progressToken": "p1"});
     let (headers, _) = modern(json!(2), "tools/call", json!({}));
     let mut body: Value =
         serde_json::from_slice(&modern(json!(2), "tools/call", json!({"name": "notify"})).1)
@@ -444,22 +441,33 @@ async fn a_message_the_spec_forbids_is_refused_to_the_handler_and_an_asked_one_i
     );
 }
 
-/// `request` with `Host: host` (the only one).
-async fn post_to_host(
-    service: &mcp_lambda::McpService<Everything>,
+/// `request` as an HTTP request to the service, with `Host: host` (the only one).
+fn to_host(
     host: &str,
     (headers, body): (Vec<(String, String)>, Vec<u8>),
-) -> (http::StatusCode, String) {
-    use http_body_util::BodyExt as _;
-    use tower::ServiceExt as _;
+) -> http::Request<http_body_util::Full<bytes::Bytes>> {
     let mut request = http::Request::post("http://127.0.0.1:3000/mcp").header("host", host);
     for (name, value) in &headers {
         request = request.header(name.as_str(), value.as_str());
     }
-    let request = request
+    request
         .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+        .unwrap()
+}
+
+/// `request` with `Host: host`, answered: its status and body.
+async fn post_to_host(
+    service: &mcp_lambda::McpService<Everything>,
+    host: &str,
+    request: (Vec<(String, String)>, Vec<u8>),
+) -> (http::StatusCode, String) {
+    use http_body_util::BodyExt as _;
+    use tower::ServiceExt as _;
+    let response = service
+        .clone()
+        .oneshot(to_host(host, request))
+        .await
         .unwrap();
-    let response = service.clone().oneshot(request).await.unwrap();
     let status = response.status();
     let body = response.into_body().collect().await.unwrap().to_bytes();
     (status, String::from_utf8_lossy(&body).into_owned())
@@ -501,14 +509,7 @@ async fn a_request_future_stays_small() {
     use tower::Service as _;
     let mut service = service(&[]);
     let (headers, body) = modern(json!(1), "tools/list", json!({}));
-    let mut request =
-        http::Request::post("http://127.0.0.1:3000/mcp").header("host", "127.0.0.1:3000");
-    for (name, value) in &headers {
-        request = request.header(name.as_str(), value.as_str());
-    }
-    let request = request
-        .body(http_body_util::Full::new(bytes::Bytes::from(body)))
-        .unwrap();
+    let request = to_host("127.0.0.1:3000", (headers, body));
     let future = service.call(request);
     let size = std::mem::size_of_val(&*future);
     assert!(size < 4096, "a request's future is {size} bytes");
@@ -525,14 +526,7 @@ async fn a_handler_whose_answer_is_dropped_runs_on_with_its_token_cancelled() {
         modern(json!(1), "tools/call", json!({"name": "slow"})),
         "slow",
     );
-    let mut request =
-        http::Request::post("http://127.0.0.1:3000/mcp").header("host", "127.0.0.1:3000");
-    for (name, value) in &headers {
-        request = request.header(name.as_str(), value.as_str());
-    }
-    let request = request
-        .body(http_body_util::Full::new(bytes::Bytes::from(body)))
-        .unwrap();
+    let request = to_host("127.0.0.1:3000", (headers, body));
     let answer =
         tokio::time::timeout(std::time::Duration::from_millis(50), service.call(request)).await;
     assert!(answer.is_err(), "the slow tool answered within 50 ms");

@@ -317,36 +317,31 @@ pub(crate) fn decode(method: &str, message: Map<String, Value>) -> Option<Client
     if message.contains_key("result") || message.contains_key("error") {
         return None;
     }
-    let body = Value::Object(message);
-    fn typed<T: DeserializeOwned + Into<ClientRequest>>(body: Value) -> Option<ClientRequest> {
-        serde_json::from_value::<T>(body).ok().map(Into::into)
-    }
-    match method {
-        "tools/list" => typed::<ListToolsRequest>(body),
-        "tools/call" => typed::<CallToolRequest>(body),
-        "server/discover" => typed::<DiscoverRequest>(body),
-        "prompts/list" => typed::<ListPromptsRequest>(body),
-        "prompts/get" => typed::<GetPromptRequest>(body),
-        "resources/list" => typed::<ListResourcesRequest>(body),
-        "resources/templates/list" => typed::<ListResourceTemplatesRequest>(body),
-        "resources/read" => typed::<ReadResourceRequest>(body),
-        "completion/complete" => typed::<CompleteRequest>(body),
-        _ => None,
-    }
+    let (_, typed) = DECODERS.iter().find(|(name, _)| *name == method)?;
+    typed(Value::Object(message))
 }
 
-/// The methods [`decode`] decodes.
-#[cfg(test)]
-const DECODED: &[&str] = &[
-    "tools/list",
-    "tools/call",
-    "server/discover",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "completion/complete",
+/// One method's decoder: its own request type, into the `ClientRequest` variant.
+type Decoder = fn(Value) -> Option<ClientRequest>;
+
+fn typed<T: DeserializeOwned + Into<ClientRequest>>(body: Value) -> Option<ClientRequest> {
+    serde_json::from_value::<T>(body).ok().map(Into::into)
+}
+
+/// The methods [`decode`] decodes, each with its type.
+const DECODERS: &[(&str, Decoder)] = &[
+    ("tools/list", typed::<ListToolsRequest>),
+    ("tools/call", typed::<CallToolRequest>),
+    ("server/discover", typed::<DiscoverRequest>),
+    ("prompts/list", typed::<ListPromptsRequest>),
+    ("prompts/get", typed::<GetPromptRequest>),
+    ("resources/list", typed::<ListResourcesRequest>),
+    (
+        "resources/templates/list",
+        typed::<ListResourceTemplatesRequest>,
+    ),
+    ("resources/read", typed::<ReadResourceRequest>),
+    ("completion/complete", typed::<CompleteRequest>),
 ];
 
 /// Whether a tool's input schema names a header for any of its parameters (`x-mcp-header`):
@@ -465,7 +460,7 @@ mod tests {
 
     #[test]
     fn each_method_decodes_to_the_variant_rmcp_decodes_it_to() {
-        for method in DECODED {
+        for (method, _) in DECODERS {
             let body = body(method, params_of(method));
             let ours = decode(method, parsed(&body)).unwrap_or_else(|| panic!("{method} decodes"));
             let rmcp: rmcp::model::ClientJsonRpcMessage = serde_json::from_slice(&body).unwrap();
