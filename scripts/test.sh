@@ -11,7 +11,24 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
 export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
-mkdir -p "$MCP_WORK"
+# Incremental compilation pays off when one edits and rebuilds, not on a run of every test: off here,
+# it builds faster cold and keeps gigabytes of session caches out of the target directory.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+mkdir -p "$MCP_WORK" "$CARGO_TARGET_DIR"
+
+# A run that fills the disk fails every step after, each for a reason that hides the cause: refuse
+# to start instead, and say what would free room. A cold run's footprint is measured in README.md.
+NEEDED_GB="${MCP_TEST_DISK_GB:-24}"
+have_kb=$(df -Pk "$CARGO_TARGET_DIR" | awk 'NR == 2 {print $4}')
+used_kb=$(du -sk "$CARGO_TARGET_DIR" "$MCP_WORK" 2>/dev/null | awk '{s += $1} END {print s + 0}')
+if [ $((have_kb + used_kb)) -lt $((NEEDED_GB * 1024 * 1024)) ]; then
+  echo "scripts/test.sh: not enough disk. A cold run needs about $NEEDED_GB GB for CARGO_TARGET_DIR and MCP_WORK;"
+  echo "  they hold $((used_kb / 1024 / 1024)) GB and $(df -Pk "$CARGO_TARGET_DIR" | awk 'NR == 2 {print $6}') has $((have_kb / 1024 / 1024)) GB free."
+  echo "  Free some (other target directories: cargo clean --target-dir DIR), or point CARGO_TARGET_DIR"
+  echo "  and MCP_WORK at a larger disk, then run again. MCP_TEST_DISK_GB=N overrides the estimate."
+  echo "all: 0 passed, 1 failed"
+  exit 1
+fi
 LOGS="$MCP_WORK/logs"
 rm -rf "$LOGS" && mkdir -p "$LOGS"
 
