@@ -44,3 +44,27 @@ start_dynamodb_local() {
   ENDPOINT=$(scripts/dynamodb-local.sh start 2>"$OUT/dynamodb-local.log" | sed -n 's/^MCP_TEST_DYNAMODB_ENDPOINT=//p')
   if [ -n "$ENDPOINT" ]; then pass "DynamoDB Local on $ENDPOINT"; else fail "DynamoDB Local (see $OUT/dynamodb-local.log)"; finish; fi
 }
+
+# measure CHECKED CMD...: runs the driver CMD, which writes its records to $OUT/measured.jsonl and
+# its errors to stderr ($OUT/driver.log); appends the records and an end record (the load average)
+# to RESULTS. CHECKED says what a clean exit proves; a failed one ends the run.
+measure() {
+  if "${@:2}" 2>"$OUT/driver.log"; then
+    cat "$OUT/measured.jsonl" >>"$RESULTS"
+    pass "$1"
+  else
+    cat "$OUT/measured.jsonl" >>"$RESULTS" 2>/dev/null
+    tail -5 "$OUT/driver.log"; fail "measuring (see $OUT/driver.log)"; finish
+  fi
+  echo "{\"kind\":\"end\",\"loadavg_end\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}" >>"$RESULTS"
+}
+
+# report SCRIPT RESULTS: the report over RESULTS, written into BENCHMARKS.md on a full run, to
+# $OUT/report.md on a smoke run (a smoke run's numbers stand for nothing).
+report() {
+  if [ "$MODE" = full ]; then
+    python3 "$1" "$2" --write BENCHMARKS.md && pass "report written into BENCHMARKS.md" || fail "report"
+  else
+    python3 "$1" "$2" >"$OUT/report.md" && pass "report (not written: smoke)" || fail "report"
+  fi
+}

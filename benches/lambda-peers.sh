@@ -129,21 +129,7 @@ print(json.dumps({"kind": "machine", "mode": mode, "profile": profile, "inits": 
 EOF_PY
 
 echo "==> measuring ${args[*]%%=*}: $INITS starts of each, $ROUNDS round(s) × $BATCH invocations per server and request kind"
-if "$BIN/examples/bench_lambda_peers" "$OUT/measured.jsonl" "$OUT" "$INITS" "$ROUNDS" "$BATCH" \
-  "${args[@]}" 2>"$OUT/driver.log"; then
-  cat "$OUT/measured.jsonl" >>"$RESULTS"
-  pass "every invocation answered 200 with the expected result (tools/list, tools/call echo, reverse, count)"
-else
-  cat "$OUT/measured.jsonl" >>"$RESULTS" 2>/dev/null
-  tail -5 "$OUT/driver.log"; fail "measuring (see $OUT/driver.log)"; finish
-fi
-echo "{\"kind\":\"end\",\"loadavg_end\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}" >>"$RESULTS"
-
-if [ "$MODE" = full ]; then
-  python3 benches/lambda_peers_report.py "$RESULTS" --write BENCHMARKS.md && pass "report written into BENCHMARKS.md" \
-    || fail "report"
-else
-  python3 benches/lambda_peers_report.py "$RESULTS" >"$OUT/report.md" && pass "report (not written: smoke)" \
-    || fail "report"
-fi
+measure "every invocation answered 200 with the expected result (tools/list, tools/call echo, reverse, count)" \
+  "$BIN/examples/bench_lambda_peers" "$OUT/measured.jsonl" "$OUT" "$INITS" "$ROUNDS" "$BATCH" "${args[@]}"
+report benches/lambda_peers_report.py "$RESULTS"
 finish

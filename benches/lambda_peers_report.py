@@ -17,8 +17,10 @@ import os
 import statistics
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BEGIN, END = "<!-- lambda-peers:begin -->", "<!-- lambda-peers:end -->"
+import sections
+from sections import fmt, pct, ratio
+
+SECTION = "lambda-peers"
 OPS = ["tools/list", "tools/call"]
 BASE = "mcp-lambda"
 MB = 128
@@ -27,19 +29,6 @@ LABELS = {
     "pmcp": "pmcp (cargo-pmcp's Lambda wrapper)",
     "turul": "turul-mcp-aws-lambda",
 }
-
-
-def pct(values, p):
-    s = sorted(values)
-    return s[round((len(s) - 1) * p)]
-
-
-def ratio(a, b):
-    return f"{a / b:.2f}×" if b else "—"
-
-
-def fmt(x, digits=2):
-    return f"{x:,.{digits}f}"
 
 
 def mib(kib):
@@ -52,7 +41,7 @@ def report(results_path):
     end = next((r for r in rows if r["kind"] == "end"), {})
     clk = machine["clk_tck"]
     servers = machine["servers"]
-    prices = json.load(open(os.path.join(HERE, "lambda-prices.json")))
+    prices = sections.prices()
     lam = prices["lambda"]
     gbs, req, vcpu_mb = lam["arm64_usd_per_gb_second"], lam["usd_per_million_requests"], lam["vcpu_at_mb"]
 
@@ -202,13 +191,7 @@ def main():
     if len(args) == 1:
         print(section)
         return
-    target = args[2]
-    markdown = open(target).read()
-    if BEGIN not in markdown or END not in markdown:
-        sys.exit(f"{target}: no {BEGIN} … {END} markers")
-    head, rest = markdown.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    open(target, "w").write(f"{head}{BEGIN}\n{section}\n{END}{tail}")
+    sections.write_section(args[2], SECTION, section)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,11 @@ import re
 import statistics
 import sys
 
+import sections
+from sections import fmt, pct, ratio
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-BEGIN, END = "<!-- lambda-runtime:begin -->", "<!-- lambda-runtime:end -->"
+SECTION = "lambda-runtime"
 OPS = ["hello", "hello-one-thread", "tools/list", "view_basket", "add_item"]
 # DynamoDB requests per operation, from basket/src/tools.rs and src/handles/dynamodb.rs:
 # view_basket is a store touch (one conditional UpdateItem, ReturnValues ALL_NEW); add_item reads
@@ -32,19 +35,6 @@ DYNAMODB = {
     "add_item": {"reads": 1, "writes": 1},
 }
 MEMORY_MB = [128, 256]
-
-
-def ratio(a, b):
-    return f"{a / b:.2f}×" if b else "—"
-
-
-def pct(values, p):
-    s = sorted(values)
-    return s[round((len(s) - 1) * p)]
-
-
-def fmt(x, digits=2):
-    return f"{x:,.{digits}f}"
 
 
 def side_by_side_cpu(markdown):
@@ -117,7 +107,7 @@ def report(results_path, markdown):
     end = next((r for r in rows if r["kind"] == "end"), {})
     done = next((r for r in rows if r["kind"] == "done"), {})
     clk = machine["clk_tck"]
-    prices = json.load(open(os.path.join(HERE, "lambda-prices.json")))
+    prices = sections.prices()
     lam, ddb = prices["lambda"], prices["dynamodb_on_demand"]
 
     out = []
@@ -557,11 +547,7 @@ def main():
     if len(args) == 1:
         print(section)
         return
-    if BEGIN not in markdown or END not in markdown:
-        sys.exit(f"{target}: no {BEGIN} … {END} markers")
-    head, rest = markdown.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    open(target, "w").write(f"{head}{BEGIN}\n{section}\n{END}{tail}")
+    sections.write_section(target, SECTION, section)
 
 
 if __name__ == "__main__":

@@ -51,9 +51,5 @@ if "$BIN/examples/bench_listeners" "$BIN/basket" "$ENDPOINT" "$OUT/results.jsonl
 else
   tail -5 "$OUT/driver.log"; fail "measuring (see $OUT/driver.log)"
 fi
-if [ "$MODE" = full ]; then
-  python3 benches/listeners_report.py "$OUT/results.jsonl" --write BENCHMARKS.md && pass "report written into BENCHMARKS.md" || fail "report"
-else
-  python3 benches/listeners_report.py "$OUT/results.jsonl" >"$OUT/report.md" && pass "report (not written: smoke)" || fail "report"
-fi
+report benches/listeners_report.py "$OUT/results.jsonl"
 finish

@@ -19,9 +19,9 @@ listener-month (730 h):
   its own poll.
 """
 import json
-import math
-import pathlib
 import sys
+
+import sections
 
 HOURS = 730
 SECONDS = HOURS * 3600
@@ -82,18 +82,10 @@ def main():
     if not rows:
         print("no listener measurements", file=sys.stderr)
         return 1
-    prices = json.load(open(pathlib.Path(__file__).with_name("lambda-prices.json")))
+    prices = sections.prices()
     text = section(rows, prices)
     if len(args) == 3 and args[1] == "--write":
-        path = pathlib.Path(args[2])
-        doc = path.read_text()
-        begin, end = "<!-- listeners:begin -->", "<!-- listeners:end -->"
-        if begin not in doc or end not in doc:
-            print(f"{path} has no {begin} … {end} markers", file=sys.stderr)
-            return 1
-        head, rest = doc.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        path.write_text(f"{head}{begin}\n{text}{end}{tail}")
+        sections.write_section(args[2], "listeners", text)
     else:
         print(text)
     return 0

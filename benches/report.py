@@ -15,11 +15,12 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import sections
+
 # "before": an older tree's mcp-lambda, when the run was given one (BENCH_BEFORE).
 SERVERS = ["mcp-lambda", "before", "mcp-lambda+auth", "rmcp", "ts-sdk", "py-sdk", "hyper"]
 BASE = "mcp-lambda"
 PEERS = ["ts-sdk", "py-sdk"]
-BEGIN, END = "<!-- side-by-side:begin -->", "<!-- side-by-side:end -->"
 
 
 def load(path):
@@ -240,12 +241,7 @@ def main():
         chart(a.chart, cold_med, loads, servers)
         print(f"chart: {a.chart}")
     if a.doc:
-        doc = Path(a.doc).read_text()
-        if BEGIN not in doc or END not in doc:
-            sys.exit(f"{a.doc} has no {BEGIN} … {END} markers")
-        head, rest = doc.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        Path(a.doc).write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
+        sections.write_section(a.doc, "side-by-side", text)
         print(f"updated {a.doc}")
     if not loads or not cold_med:
         sys.exit("no numbers in the results")

@@ -26,20 +26,18 @@
 //! measurement to `OUT.jsonl`, the functions' logs to `LOG_DIR/<name>.log`.
 
 use mcp_lambda_test_support::basket::REQUEST_STATE_KEY;
-use mcp_lambda_test_support::lambda_runtime::{self, Invocation, RuntimeApi};
-use mcp_lambda_test_support::proc::cpu_ticks;
+use mcp_lambda_test_support::lambda_runtime::MeasuredFunction as Function;
 
 use std::{
     fs::File,
     io::Write as _,
-    path::{Path, PathBuf},
+    path::PathBuf,
     process::ExitCode,
     time::Duration,
 };
 
 use base64::Engine as _;
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
 
 /// A Function URL event; its body and MCP headers are replaced per invocation.
 const EVENT: &str = include_str!("../../events/function_url_tools_call.json");
@@ -50,76 +48,6 @@ const TOOLS: [&str; 3] = ["echo", "reverse", "count"];
 const TEXT: &str = "Zwölf Boxkämpfer jagen Viktor";
 /// pmcp's request-state key: 32 bytes, hex.
 const PMCP_KEY: &str = "6d63702d6c616d6264612070656572732062656e6368206b6579203030303031";
-
-/// A function process under its own Runtime API; killed when dropped.
-struct Function {
-    api: RuntimeApi,
-    process: lambda_runtime::Function,
-}
-
-impl Function {
-    /// Starts `binary` with a clean environment and `env`, its output appended to `log`.
-    async fn start(binary: &Path, env: &[(&str, &str)], log: &Path) -> Result<Self, String> {
-        let api = RuntimeApi::start().await;
-        let log = File::options()
-            .create(true)
-            .append(true)
-            .open(log)
-            .map_err(|e| format!("{}: {e}", log.display()))?;
-        let stdout = log.try_clone().map_err(|e| e.to_string())?;
-        let process = lambda_runtime::Function::start_with_output(
-            binary,
-            &api,
-            env,
-            stdout.into(),
-            log.into(),
-        );
-        Ok(Function { api, process })
-    }
-
-    /// Waits for the end of INIT: (INIT duration, CPU ticks spent by then).
-    async fn init(&mut self) -> Result<(Duration, u64), String> {
-        let at = self.api.polled(1, Duration::from_secs(30)).await?;
-        Ok((at - self.process.started(), self.cpu_ticks()))
-    }
-
-    fn cpu_ticks(&self) -> u64 {
-        cpu_ticks(self.process.pid()).unwrap_or(0)
-    }
-
-    /// `VmHWM` and `VmRSS` of the process, in KiB.
-    fn memory_kib(&self) -> (u64, u64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.process.pid()))
-            .unwrap_or_default();
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.split_whitespace().next()?.parse().ok())
-                .unwrap_or(0)
-        };
-        (field("VmHWM:"), field("VmRSS:"))
-    }
-
-    /// One invocation, the function idle on `/next`: hands `event` out, waits for the answer
-    /// and for the function's next poll. Returns (billed duration, response latency, body).
-    async fn invoke(&mut self, event: String) -> Result<(Duration, Duration, Vec<u8>), String> {
-        let polls = self.api.polls();
-        let rx: oneshot::Receiver<Invocation> = self.api.enqueue(&event, Duration::from_secs(60));
-        let done = tokio::time::timeout(Duration::from_secs(60), rx)
-            .await
-            .map_err(|_| "no answer within 60 s".to_string())?
-            .map_err(|_| "the emulator lost the invocation".to_string())?;
-        if done.error {
-            return Err(format!(
-                "the function posted an error: {}",
-                String::from_utf8_lossy(&done.body())
-            ));
-        }
-        let next = self.api.polled(polls + 1, Duration::from_secs(60)).await?;
-        Ok((next - done.out, done.answered - done.out, done.body()))
-    }
-}
 
 /// The request kinds measured.
 #[derive(Clone, Copy)]
@@ -293,7 +221,7 @@ impl Bench {
                 (mcp_event(path, id, "tools/call", params), Some(tool))
             }
         };
-        let (duration, latency, body) = function.invoke(event).await?;
+        let (duration, latency, body) = function.invoke(&event).await?;
         let name = &self.servers[server].name;
         let result = result_of(&body, id).map_err(|e| format!("{name}, {}: {e}", op.name()))?;
         match tool {

@@ -32,8 +32,7 @@
 //! written anywhere.
 
 use mcp_lambda_test_support::basket::REQUEST_STATE_KEY;
-use mcp_lambda_test_support::lambda_runtime::{self, Invocation, RuntimeApi};
-use mcp_lambda_test_support::proc::cpu_ticks;
+use mcp_lambda_test_support::lambda_runtime::MeasuredFunction as Function;
 use mcp_lambda_test_support::{dynamodb, jwt};
 
 use std::{
@@ -41,7 +40,7 @@ use std::{
     fs::File,
     io::Write as _,
     net::SocketAddr,
-    path::{Path, PathBuf},
+    path::PathBuf,
     process::ExitCode,
     time::{Duration, Instant},
 };
@@ -52,7 +51,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
-use tokio::{net::TcpListener, sync::oneshot};
+use tokio::net::TcpListener;
 
 /// The audience the basket is configured with and the bench token is issued for.
 const AUDIENCE: &str = "https://bench.example/mcp";
@@ -66,67 +65,9 @@ const WARM_UP: usize = 20;
 const ADDS_PER_BASKET: usize = 2000;
 const SKUS: [&str; 4] = ["TEA", "COFFEE", "SUGAR", "MILK"];
 
-/// A function process under its own Runtime API; killed when dropped.
-struct Function {
-    api: RuntimeApi,
-    process: lambda_runtime::Function,
-}
-
-impl Function {
-    /// Starts `binary` with a clean environment (no inherited `MCP_*`, `AWS_*` or `BENCH_*`) and
-    /// `env`, its output appended to `log`.
-    async fn start(binary: &Path, env: &[(String, String)], log: &Path) -> Result<Self, String> {
-        let api = RuntimeApi::start().await;
-        let log = File::options()
-            .create(true)
-            .append(true)
-            .open(log)
-            .map_err(|e| format!("{}: {e}", log.display()))?;
-        let stdout = log.try_clone().map_err(|e| e.to_string())?;
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let process = lambda_runtime::Function::start_with_output(
-            binary,
-            &api,
-            &env,
-            stdout.into(),
-            log.into(),
-        );
-        Ok(Function { api, process })
-    }
-
-    /// Waits for the end of INIT: (INIT duration, CPU ticks spent by then).
-    async fn init(&mut self) -> Result<(Duration, u64), String> {
-        let at = self.api.polled(1, Duration::from_secs(30)).await?;
-        Ok((at - self.process.started(), self.cpu_ticks()))
-    }
-
-    fn cpu_ticks(&self) -> u64 {
-        cpu_ticks(self.process.pid()).unwrap_or(0)
-    }
-
-    /// Queues `event` without waiting; the receiver hears the answer.
-    fn enqueue(&self, event: String) -> oneshot::Receiver<Invocation> {
-        self.api.enqueue(&event, Duration::from_secs(60))
-    }
-
-    /// One invocation, the function idle on `/next`: hands `event` out, waits for the answer
-    /// and for the function's next poll. Returns (billed duration, response latency, body).
-    async fn invoke(&mut self, event: String) -> Result<(Duration, Duration, Vec<u8>), String> {
-        let polls = self.api.polls();
-        let rx = self.enqueue(event);
-        let done = tokio::time::timeout(Duration::from_secs(60), rx)
-            .await
-            .map_err(|_| "no answer within 60 s".to_string())?
-            .map_err(|_| "the emulator lost the invocation".to_string())?;
-        if done.error {
-            return Err(format!(
-                "the function posted an error: {}",
-                String::from_utf8_lossy(&done.body())
-            ));
-        }
-        let next = self.api.polled(polls + 1, Duration::from_secs(60)).await?;
-        Ok((next - done.out, done.answered - done.out, done.body()))
-    }
+/// `env` as [`Function::start`] takes it.
+fn pairs(env: &[(String, String)]) -> Vec<(&str, &str)> {
+    env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
 }
 
 /// The operations measured.
@@ -229,7 +170,7 @@ impl Bench {
         } else {
             Function::start(
                 &self.basket,
-                &self.basket_env,
+                &pairs(&self.basket_env),
                 &self.logs.join("basket.log"),
             )
             .await
@@ -259,12 +200,12 @@ impl Bench {
                 let mut function = if hello {
                     Function::start(&self.hello, &[], &self.logs.join("hello.log")).await?
                 } else {
-                    Function::start(&self.basket, env, &self.logs.join(log)).await?
+                    Function::start(&self.basket, &pairs(env), &self.logs.join(log)).await?
                 };
                 let (init, ticks) = function.init().await?;
                 self.next_rpc += 1;
                 let event = mcp_event(self.next_rpc, "tools/list", json!({}), token);
-                let (duration, latency, body) = function.invoke(event).await?;
+                let (duration, latency, body) = function.invoke(&event).await?;
                 if !hello {
                     result_of(&body).map_err(|e| format!("cold tools/list ({kind}): {e}"))?;
                 }
@@ -363,7 +304,8 @@ impl Bench {
         let mut env = self.basket_env.clone();
         env.push(("AWS_LAMBDA_MAX_CONCURRENCY".into(), concurrency.to_string()));
         let mut function =
-            Function::start(&self.basket, &env, &self.logs.join("basket-concurrent.log")).await?;
+            Function::start(&self.basket, &pairs(&env), &self.logs.join("basket-concurrent.log"))
+                .await?;
         function.init().await?;
         // Enough baskets that concurrent adds rarely meet on one (a meeting is retried, and
         // counted by the metrics as one more read and write).
@@ -373,7 +315,7 @@ impl Bench {
                 "tools/call",
                 json!({"name": "create_basket", "arguments": {}}),
             );
-            let (_, _, body) = function.invoke(event).await?;
+            let (_, _, body) = function.invoke(&event).await?;
             let created = result_of(&body).map_err(|e| format!("create_basket: {e}"))?;
             baskets.push(created["structuredContent"]["basket_id"].clone());
         }
@@ -398,7 +340,7 @@ impl Bench {
                     ),
                     _ => self.event("tools/list", json!({})),
                 };
-                receivers.push(function.enqueue(event));
+                receivers.push(function.enqueue(&event));
             }
             let mut latencies = Vec::with_capacity(burst);
             for rx in receivers {
@@ -436,7 +378,7 @@ impl Bench {
         let mut hello = self.start(true).await?;
         let mut hello_one_thread = Function::start(
             &self.hello,
-            &[("BENCH_HELLO_THREADS".into(), "one".into())],
+            &[("BENCH_HELLO_THREADS", "one")],
             &self.logs.join("hello-one-thread.log"),
         )
         .await?;
@@ -478,7 +420,7 @@ impl Bench {
                             json!({"name": "create_basket", "arguments": {}}),
                             &self.token,
                         );
-                        let (_, _, body) = function.invoke(event).await?;
+                        let (_, _, body) = function.invoke(&event).await?;
                         let created =
                             result_of(&body).map_err(|e| format!("create_basket: {e}"))?;
                         basket_id = created["structuredContent"]["basket_id"].clone();
@@ -506,7 +448,7 @@ impl Bench {
                             )
                         }
                     };
-                    let (duration, latency, body) = function.invoke(event).await?;
+                    let (duration, latency, body) = function.invoke(&event).await?;
                     invocations += 1;
                     let checked = if op.is_hello() {
                         serde_json::from_slice::<Value>(&body)

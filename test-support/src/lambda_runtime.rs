@@ -8,11 +8,13 @@
 //! each later one the invocation before it (where Lambda's phases, and its billed duration, end).
 //! Several processes may poll one API (as Lambda scales out); an event is never handed to one
 //! that has gone. [`Function`] is a process under it, with the environment Lambda gives one,
-//! killed when dropped.
+//! killed when dropped; [`MeasuredFunction`] one under an API of its own, as the benchmarks
+//! measure it (INIT, each invocation's billed duration, CPU time and memory).
 
 use std::{
     collections::{HashMap, VecDeque},
     convert::Infallible,
+    fs::File,
     net::SocketAddr,
     path::Path,
     process::{Child, Stdio},
@@ -35,6 +37,7 @@ use tokio::{
 };
 
 use crate::basket::{REQUEST_STATE_KEY, spawn};
+use crate::proc;
 
 /// One finished invocation as the Runtime API saw it.
 #[derive(Debug)]
@@ -485,5 +488,73 @@ impl Function {
     /// When it did.
     pub fn assert_no_errors(&self) {
         assert_eq!(self.errors(), Vec::<String>::new(), "{}", self.logs());
+    }
+}
+
+/// A function process under a [`RuntimeApi`] of its own, as the benchmarks measure it: INIT
+/// (exec → its first `/next`), each invocation's billed duration (event out → its next `/next`)
+/// and response latency, and what the kernel says it has used. Killed when dropped.
+pub struct MeasuredFunction {
+    api: RuntimeApi,
+    process: Function,
+}
+
+impl MeasuredFunction {
+    /// Starts `binary` with a clean environment and `env` ([`Function::start_with_output`]), its
+    /// output appended to `log`.
+    pub async fn start(binary: &Path, env: &[(&str, &str)], log: &Path) -> Result<Self, String> {
+        let api = RuntimeApi::start().await;
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|e| format!("{}: {e}", log.display()))?;
+        let stdout = log.try_clone().map_err(|e| e.to_string())?;
+        let process = Function::start_with_output(binary, &api, env, stdout.into(), log.into());
+        Ok(MeasuredFunction { api, process })
+    }
+
+    /// Waits for the end of INIT: (INIT duration, CPU ticks spent by then).
+    pub async fn init(&mut self) -> Result<(Duration, u64), String> {
+        let at = self.api.polled(1, Duration::from_secs(30)).await?;
+        Ok((at - self.process.started(), self.cpu_ticks()))
+    }
+
+    /// `utime + stime` of the process so far, in clock ticks ([`proc::cpu_ticks`]).
+    pub fn cpu_ticks(&self) -> u64 {
+        proc::cpu_ticks(self.process.pid()).unwrap_or(0)
+    }
+
+    /// (peak, current) resident memory of the process, in KiB (`VmHWM`, `VmRSS`).
+    pub fn memory_kib(&self) -> (u64, u64) {
+        let pid = self.process.pid();
+        (
+            proc::peak_rss_kib(pid).unwrap_or(0),
+            proc::rss_kib(pid).unwrap_or(0),
+        )
+    }
+
+    /// Queues `event` without waiting; the receiver hears the answer.
+    pub fn enqueue(&self, event: &str) -> oneshot::Receiver<Invocation> {
+        self.api.enqueue(event, Duration::from_secs(60))
+    }
+
+    /// One invocation, the function idle on `/next`: hands `event` out, waits for the answer
+    /// and for the function's next poll. Returns (billed duration, response latency, body).
+    pub async fn invoke(&mut self, event: &str) -> Result<(Duration, Duration, Vec<u8>), String> {
+        let polls = self.api.polls();
+        let rx = self.enqueue(event);
+        let done = tokio::time::timeout(Duration::from_secs(60), rx)
+            .await
+            .map_err(|_| "no answer within 60 s".to_string())?
+            .map_err(|_| "the emulator lost the invocation".to_string())?;
+        if done.error {
+            return Err(format!(
+                "the function posted an error: {}",
+                String::from_utf8_lossy(&done.body())
+            ));
+        }
+        let next = self.api.polled(polls + 1, Duration::from_secs(60)).await?;
+        Ok((next - done.out, done.answered - done.out, done.body()))
     }
 }
