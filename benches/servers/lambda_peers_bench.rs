@@ -28,13 +28,7 @@
 use mcp_lambda_test_support::basket::REQUEST_STATE_KEY;
 use mcp_lambda_test_support::lambda_runtime::MeasuredFunction as Function;
 
-use std::{
-    fs::File,
-    io::Write as _,
-    path::PathBuf,
-    process::ExitCode,
-    time::Duration,
-};
+use std::{fs::File, io::Write as _, path::PathBuf, process::ExitCode, time::Duration};
 
 use base64::Engine as _;
 use serde_json::{Value, json};

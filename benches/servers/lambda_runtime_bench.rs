@@ -303,9 +303,12 @@ impl Bench {
     async fn concurrent(&mut self, concurrency: usize, burst: usize) -> Result<(), String> {
         let mut env = self.basket_env.clone();
         env.push(("AWS_LAMBDA_MAX_CONCURRENCY".into(), concurrency.to_string()));
-        let mut function =
-            Function::start(&self.basket, &pairs(&env), &self.logs.join("basket-concurrent.log"))
-                .await?;
+        let mut function = Function::start(
+            &self.basket,
+            &pairs(&env),
+            &self.logs.join("basket-concurrent.log"),
+        )
+        .await?;
         function.init().await?;
         // Enough baskets that concurrent adds rarely meet on one (a meeting is retried, and
         // counted by the metrics as one more read and write).
