@@ -17,7 +17,7 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 mkdir -p "$MCP_WORK" "$CARGO_TARGET_DIR"
 
 # A run that fills the disk fails every step after, each for a reason that hides the cause: refuse
-# to start instead, and say what would free room. A cold run's footprint is measured in README.md.
+# to start instead, and say what would free room (a cold run's footprint: README.md, "The two commands").
 NEEDED_GB="${MCP_TEST_DISK_GB:-24}"
 have_kb=$(df -Pk "$CARGO_TARGET_DIR" | awk 'NR == 2 {print $4}')
 used_kb=$(du -sk "$CARGO_TARGET_DIR" "$MCP_WORK" 2>/dev/null | awk '{s += $1} END {print s + 0}')
