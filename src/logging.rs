@@ -8,6 +8,12 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use std::fmt::{self, Write as _};
+
+use tracing::span;
+use tracing_subscriber::field::RecordFields;
+use tracing_subscriber::fmt::{FormatFields, FormattedFields, format::Writer};
+
 use crate::env::{ConfigError, Env, Mode};
 
 /// A log line that strangers can cause (a refused token, a forged task round), let through at
@@ -120,6 +126,7 @@ impl LogSettings {
                 .json()
                 .without_time()
                 .with_current_span(false)
+                .fmt_fields(SplicedJsonFields)
                 .finish()
                 .with(quiet)
                 .try_init(),
@@ -133,6 +140,105 @@ impl LogSettings {
                 .with(quiet)
                 .try_init(),
         };
+    }
+}
+
+/// A span's fields as a JSON object, as tracing-subscriber's `JsonFields` writes them, with a
+/// field recorded later spliced into the object. `JsonFields` parses the object into a map and
+/// writes it anew on every `Span::record` (about 8,700 instructions each), and the request span
+/// records four on every request (BENCHMARKS.md, "The request span's fields on Lambda"). A field
+/// recorded twice is written twice; the JSON line formatter reads the object into a map, where
+/// the later value wins, as `JsonFields`' own map made it.
+#[derive(Debug, Default)]
+struct SplicedJsonFields;
+
+impl<'w> FormatFields<'w> for SplicedJsonFields {
+    fn format_fields<R: RecordFields>(&self, mut writer: Writer<'w>, fields: R) -> fmt::Result {
+        let mut object = String::from("{");
+        fields.record(&mut JsonMembers(&mut object));
+        object.push('}');
+        writer.write_str(&object)
+    }
+
+    fn add_fields(
+        &self,
+        current: &'w mut FormattedFields<Self>,
+        fields: &span::Record<'_>,
+    ) -> fmt::Result {
+        let object = &mut current.fields;
+        if !object.ends_with('}') {
+            object.clear();
+            object.push('{');
+        } else {
+            object.pop();
+        }
+        fields.record(&mut JsonMembers(object));
+        object.push('}');
+        Ok(())
+    }
+}
+
+/// Writes each field as one `"name":value` member of the JSON object being written, as
+/// `JsonFields`' visitor renders it: numbers and booleans as JSON's, strings escaped,
+/// anything else by its `Debug` form; `r#` taken off a name.
+struct JsonMembers<'a>(&'a mut String);
+
+impl JsonMembers<'_> {
+    fn member(&mut self, name: &str, value: impl FnOnce(&mut String)) {
+        if !self.0.ends_with('{') {
+            self.0.push(',');
+        }
+        push_json_string(self.0, name.strip_prefix("r#").unwrap_or(name));
+        self.0.push(':');
+        value(self.0);
+    }
+}
+
+impl tracing::field::Visit for JsonMembers<'_> {
+    fn record_f64(&mut self, field: &tracing::field::Field, value: f64) {
+        // NaN and the infinities have no JSON number: `null`, as serde_json writes them.
+        self.member(field.name(), |out| {
+            out.push_str(&serde_json::Value::from(value).to_string())
+        });
+    }
+
+    fn record_i64(&mut self, field: &tracing::field::Field, value: i64) {
+        self.member(field.name(), |out| {
+            let _ = write!(out, "{value}");
+        });
+    }
+
+    fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+        self.member(field.name(), |out| {
+            let _ = write!(out, "{value}");
+        });
+    }
+
+    fn record_bool(&mut self, field: &tracing::field::Field, value: bool) {
+        self.member(field.name(), |out| {
+            out.push_str(if value { "true" } else { "false" })
+        });
+    }
+
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.member(field.name(), |out| push_json_string(out, value));
+    }
+
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
+        self.member(field.name(), |out| {
+            push_json_string(out, &format!("{value:?}"))
+        });
+    }
+}
+
+/// `text` as a JSON string: as it is when nothing in it needs escaping, else by serde_json.
+fn push_json_string(out: &mut String, text: &str) {
+    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
+    } else if let Ok(escaped) = serde_json::to_string(text) {
+        out.push_str(&escaped);
     }
 }
 
@@ -158,6 +264,83 @@ mod tests {
         assert_eq!(open.allow(), Some(0));
         std::thread::sleep(Duration::from_millis(2));
         assert_eq!(open.allow(), Some(0));
+    }
+
+    /// The JSON lines of `events` run under the Lambda formatter, its fields spliced.
+    fn lambda_lines(events: impl FnOnce()) -> Vec<serde_json::Value> {
+        #[derive(Clone, Default)]
+        struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Lines {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .json()
+            .without_time()
+            .with_current_span(false)
+            .fmt_fields(SplicedJsonFields)
+            .finish();
+        tracing::subscriber::with_default(subscriber, events);
+        let bytes = lines.0.lock().unwrap().clone();
+        String::from_utf8(bytes)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("each line is one JSON object"))
+            .collect()
+    }
+
+    #[test]
+    fn fields_recorded_one_by_one_arrive_in_the_line_as_if_given_at_once() {
+        let lines = lambda_lines(|| {
+            let span = tracing::info_span!(
+                "mcp.request",
+                mcp.method = tracing::field::Empty,
+                mcp.name = tracing::field::Empty,
+                status = tracing::field::Empty,
+                mcp.legacy = tracing::field::Empty,
+                ratio = tracing::field::Empty,
+                delta = tracing::field::Empty,
+                error = tracing::field::Empty,
+                trace_id = None::<&str>,
+            );
+            let _entered = span.enter();
+            tracing::info!("before");
+            span.record("mcp.method", "tools/call");
+            span.record("mcp.name", "say \"hi\"\n");
+            span.record("status", 200);
+            span.record("status", 429);
+            span.record("mcp.legacy", true);
+            span.record("ratio", 0.5);
+            span.record("delta", -3);
+            span.record("error", tracing::field::debug(vec!["a\tb"]));
+            tracing::info!("after");
+        });
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(
+            lines[0]["spans"][0],
+            serde_json::json!({"name": "mcp.request"})
+        );
+        assert_eq!(
+            lines[1]["spans"][0],
+            serde_json::json!({
+                "name": "mcp.request",
+                "mcp.method": "tools/call",
+                "mcp.name": "say \"hi\"\n",
+                "status": 429,
+                "mcp.legacy": true,
+                "ratio": 0.5,
+                "delta": -3,
+                "error": "[\"a\\tb\"]",
+            })
+        );
     }
 
     #[test]

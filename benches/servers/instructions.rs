@@ -16,6 +16,10 @@
 //! `tools_call`, `listen` (a `subscriptions/listen` accepted, its acknowledgment read, the
 //! stream dropped) and `refused` (a body that is not JSON: the front alone).
 //!
+//! With `BENCH_MODE=lambda` the service is configured as on Lambda (`AWS_LAMBDA_RUNTIME_API`
+//! set, never called: the requests still go in process), so each request also pays what it pays
+//! there beyond the protocol: JSON log lines with the request's span, and the EMF metrics record.
+//!
 //! Self-contained on purpose (its handler is here, not in a support module): the same file
 //! builds against an older tree for the "before" count.
 
@@ -104,7 +108,7 @@ fn main() {
         eprintln!("usage: bench_instructions tools_list|tools_call|listen|refused <N>");
         std::process::exit(2);
     }
-    let vars: HashMap<&str, &str> = [
+    let mut vars: HashMap<&str, &str> = [
         // No poll tick during a run: a listen's cost is its acceptance, not the shared poll.
         ("MCP_LISTEN_POLL_MS", "60000"),
         ("MCP_LISTEN_MAX_STREAMS", "100000"),
@@ -112,6 +116,13 @@ fn main() {
     ]
     .into_iter()
     .collect();
+    if std::env::var("BENCH_MODE").as_deref() == Ok("lambda") {
+        vars.insert("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9");
+        vars.insert(
+            "MCP_REQUEST_STATE_KEY",
+            "aw9C5Pf6gzD8Za8qaDXAJvlBHm0BKpbS1aXWFQoBUpE=",
+        );
+    }
     let config = Config::from_lookup(|name| vars.get(name).map(|v| v.to_string()))
         .expect("a valid bench config");
     let runtime = tokio::runtime::Builder::new_current_thread()
