@@ -268,31 +268,19 @@ mod tests {
 
     /// The JSON lines of `events` run under the Lambda formatter, its fields spliced.
     fn lambda_lines(events: impl FnOnce()) -> Vec<serde_json::Value> {
-        #[derive(Clone, Default)]
-        struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-        impl std::io::Write for Lines {
-            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(bytes);
-                Ok(bytes.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let lines = Lines::default();
-        let writer = lines.clone();
+        let path = std::env::temp_dir().join(format!("mcp-lambda-log-{}", std::process::id()));
+        let file = std::fs::File::create(&path).unwrap();
         let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
+            .with_writer(file)
             .json()
             .without_time()
             .with_current_span(false)
             .fmt_fields(SplicedJsonFields)
             .finish();
         tracing::subscriber::with_default(subscriber, events);
-        let bytes = lines.0.lock().unwrap().clone();
-        String::from_utf8(bytes)
-            .unwrap()
-            .lines()
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        text.lines()
             .map(|line| serde_json::from_str(line).expect("each line is one JSON object"))
             .collect()
     }
