@@ -7,7 +7,9 @@
 # the caches (CARGO_TARGET_DIR, MCP_WORK: exported, with their defaults), the mode (MODE=full, or
 # smoke with --smoke; anything else prints the usage and exits 2), the run's folder (new_run), the
 # step counters (pass, fail, finish; SMOKE_NAME names the smoke run's summary line, which
-# scripts/test.sh reads) and the DynamoDB Local each run starts for itself.
+# scripts/test.sh reads), the DynamoDB Local each run starts for itself, and the last two steps of
+# a run: measure (the driver, its records into RESULTS) and report (BENCHMARKS.md's section, or
+# the run's report.md on a smoke run; the reports' shared Python is benches/sections.py).
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
 export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"

@@ -146,7 +146,7 @@ impl LogSettings {
 /// A span's fields as a JSON object, as tracing-subscriber's `JsonFields` writes them, with a
 /// field recorded later spliced into the object. `JsonFields` parses the object into a map and
 /// writes it anew on every `Span::record` (about 8,700 instructions each), and the request span
-/// records four on every request (BENCHMARKS.md, "The request span's fields on Lambda"). A field
+/// records three or four on every request (BENCHMARKS.md, "The request span's fields on Lambda"). A field
 /// recorded twice is written twice; the JSON line formatter reads the object into a map, where
 /// the later value wins, as `JsonFields`' own map made it.
 #[derive(Debug, Default)]
@@ -179,8 +179,9 @@ impl<'w> FormatFields<'w> for SplicedJsonFields {
 }
 
 /// Writes each field as one `"name":value` member of the JSON object being written, as
-/// `JsonFields`' visitor renders it: numbers and booleans as JSON's, strings escaped,
-/// anything else by its `Debug` form; `r#` taken off a name.
+/// `JsonFields`' visitor renders it: numbers and booleans as JSON's, strings escaped, bytes as
+/// an array of numbers, anything else by its `Debug` form (tracing's macros have already taken
+/// `r#` off a name; `JsonFields` takes it off a `Debug` field's, and so does this, off any).
 struct JsonMembers<'a>(&'a mut String);
 
 impl JsonMembers<'_> {
@@ -224,6 +225,12 @@ impl tracing::field::Visit for JsonMembers<'_> {
         self.member(field.name(), |out| push_json_string(out, value));
     }
 
+    fn record_bytes(&mut self, field: &tracing::field::Field, value: &[u8]) {
+        self.member(field.name(), |out| {
+            out.push_str(&serde_json::Value::from(value).to_string())
+        });
+    }
+
     fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
         self.member(field.name(), |out| {
             push_json_string(out, &format!("{value:?}"))
@@ -237,8 +244,9 @@ fn push_json_string(out: &mut String, text: &str) {
         out.push('"');
         out.push_str(text);
         out.push('"');
-    } else if let Ok(escaped) = serde_json::to_string(text) {
-        out.push_str(&escaped);
+    } else {
+        // Serializing a `str` cannot fail; were it to, the member stays valid JSON.
+        out.push_str(&serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into()));
     }
 }
 
@@ -266,16 +274,24 @@ mod tests {
         assert_eq!(open.allow(), Some(0));
     }
 
-    /// The JSON lines of `events` run under the Lambda formatter, its fields spliced.
-    fn lambda_lines(events: impl FnOnce()) -> Vec<serde_json::Value> {
-        let path = std::env::temp_dir().join(format!("mcp-lambda-log-{}", std::process::id()));
+    /// The JSON lines `events` log under the Lambda formatter, with `fields` as its span fields'
+    /// formatter.
+    fn lambda_lines<N>(fields: N, events: impl FnOnce()) -> Vec<serde_json::Value>
+    where
+        N: for<'w> FormatFields<'w> + Send + Sync + 'static,
+    {
+        let path = std::env::temp_dir().join(format!(
+            "mcp-lambda-log-{}-{}",
+            std::process::id(),
+            std::any::type_name::<N>().len()
+        ));
         let file = std::fs::File::create(&path).unwrap();
         let subscriber = tracing_subscriber::fmt()
             .with_writer(file)
             .json()
             .without_time()
             .with_current_span(false)
-            .fmt_fields(SplicedJsonFields)
+            .fmt_fields(fields)
             .finish();
         tracing::subscriber::with_default(subscriber, events);
         let text = std::fs::read_to_string(&path).unwrap();
@@ -285,47 +301,65 @@ mod tests {
             .collect()
     }
 
+    /// A span made with every kind of field empty, logged, then recorded field by field (one
+    /// twice), and logged again.
+    fn span_recorded_field_by_field() {
+        let span = tracing::info_span!(
+            "mcp.request",
+            mcp.method = tracing::field::Empty,
+            mcp.name = tracing::field::Empty,
+            status = tracing::field::Empty,
+            mcp.legacy = tracing::field::Empty,
+            ratio = tracing::field::Empty,
+            nan = tracing::field::Empty,
+            delta = tracing::field::Empty,
+            big = tracing::field::Empty,
+            raw = tracing::field::Empty,
+            error = tracing::field::Empty,
+            trace_id = None::<&str>,
+        );
+        let _entered = span.enter();
+        tracing::info!("before");
+        span.record("mcp.method", "tools/call");
+        span.record("mcp.name", "say \"hi\"\n\u{1}");
+        span.record("status", 200);
+        span.record("status", 429);
+        span.record("mcp.legacy", true);
+        span.record("ratio", 0.5);
+        span.record("nan", f64::NAN);
+        span.record("delta", -3);
+        span.record("big", u128::MAX);
+        span.record("raw", &b"\x00\xff"[..]);
+        span.record("error", tracing::field::debug(vec!["a\tb"]));
+        tracing::info!(count = 2, "after");
+    }
+
     #[test]
-    fn fields_recorded_one_by_one_arrive_in_the_line_as_if_given_at_once() {
-        let lines = lambda_lines(|| {
-            let span = tracing::info_span!(
-                "mcp.request",
-                mcp.method = tracing::field::Empty,
-                mcp.name = tracing::field::Empty,
-                status = tracing::field::Empty,
-                mcp.legacy = tracing::field::Empty,
-                ratio = tracing::field::Empty,
-                delta = tracing::field::Empty,
-                error = tracing::field::Empty,
-                trace_id = None::<&str>,
-            );
-            let _entered = span.enter();
-            tracing::info!("before");
-            span.record("mcp.method", "tools/call");
-            span.record("mcp.name", "say \"hi\"\n");
-            span.record("status", 200);
-            span.record("status", 429);
-            span.record("mcp.legacy", true);
-            span.record("ratio", 0.5);
-            span.record("delta", -3);
-            span.record("error", tracing::field::debug(vec!["a\tb"]));
-            tracing::info!("after");
-        });
-        assert_eq!(lines.len(), 2, "{lines:?}");
+    fn spliced_fields_read_as_tracing_subscribers_own_json_fields() {
+        let spliced = lambda_lines(SplicedJsonFields, span_recorded_field_by_field);
+        let rewritten = lambda_lines(
+            tracing_subscriber::fmt::format::JsonFields::new(),
+            span_recorded_field_by_field,
+        );
+        assert_eq!(spliced, rewritten);
+        assert_eq!(spliced.len(), 2, "{spliced:?}");
         assert_eq!(
-            lines[0]["spans"][0],
+            spliced[0]["spans"][0],
             serde_json::json!({"name": "mcp.request"})
         );
         assert_eq!(
-            lines[1]["spans"][0],
+            spliced[1]["spans"][0],
             serde_json::json!({
                 "name": "mcp.request",
                 "mcp.method": "tools/call",
-                "mcp.name": "say \"hi\"\n",
+                "mcp.name": "say \"hi\"\n\u{1}",
                 "status": 429,
                 "mcp.legacy": true,
                 "ratio": 0.5,
+                "nan": null,
                 "delta": -3,
+                "big": u128::MAX.to_string(),
+                "raw": [0, 255],
                 "error": "[\"a\\tb\"]",
             })
         );
