@@ -11,9 +11,7 @@ is to mcp-lambda in the same run. The cost columns use the formula of the lambda
 section (benches/lambda_report.py): full core and CPU share, 128 MB arm64.
 """
 
-import json
 import math
-import os
 import statistics
 import sys
 
@@ -36,7 +34,7 @@ def mib(kib):
 
 
 def report(results_path):
-    rows = [json.loads(l) for l in open(results_path) if l.strip()]
+    rows = sections.records(results_path)
     machine = next(r for r in rows if r["kind"] == "machine")
     end = next((r for r in rows if r["kind"] == "end"), {})
     clk = machine["clk_tck"]
@@ -47,16 +45,8 @@ def report(results_path):
 
     out = []
     w = out.append
-    run = os.path.basename(os.path.dirname(results_path))
-    w(
-        f"Run `{run}` ({machine['mode']}, {machine['profile']} builds, commit {machine['commit']}): "
-        f"{machine['inits']} starts of each function, {machine['rounds']} round(s) × "
-        f"{machine['batch']} invocations per server and request kind after 20 of warm-up, the "
-        f"servers and kinds in a rotated order each round. Machine: {machine['cpu']}, "
-        f"{machine['cores']} cores, Linux {machine['kernel']}, {machine['rustc']}; load average "
-        f"{' '.join(machine['loadavg_start'])} at the start, {end.get('loadavg_end', '?')} at the "
-        "end (shared with other builds)."
-    )
+    w(sections.run_header(results_path, machine, end, "invocations per server and request kind after "
+                          "20 of warm-up, the servers and kinds in a rotated order each round"))
     w("")
     w("Versions (from `Cargo.lock` and `benches/peers/Cargo.lock`):")
     w("")

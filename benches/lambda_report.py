@@ -102,7 +102,7 @@ def emf_counts(log_path):
 
 
 def report(results_path, markdown):
-    rows = [json.loads(l) for l in open(results_path) if l.strip()]
+    rows = sections.records(results_path)
     machine = next(r for r in rows if r["kind"] == "machine")
     end = next((r for r in rows if r["kind"] == "end"), {})
     done = next((r for r in rows if r["kind"] == "done"), {})
@@ -112,15 +112,7 @@ def report(results_path, markdown):
 
     out = []
     w = out.append
-    run = os.path.basename(os.path.dirname(results_path))
-    w(
-        f"Run `{run}` ({machine['mode']}, {machine['profile']} builds, commit {machine['commit']}): "
-        f"{machine['inits']} starts of each function, {machine['rounds']} round(s) × "
-        f"{machine['batch']} invocations of each operation after 20 of warm-up. Machine: "
-        f"{machine['cpu']}, {machine['cores']} cores, Linux {machine['kernel']}, {machine['rustc']}; "
-        f"load average {' '.join(machine['loadavg_start'])} at the start, "
-        f"{end.get('loadavg_end', '?')} at the end (shared with other builds)."
-    )
+    w(sections.run_header(results_path, machine, end, "invocations of each operation after 20 of warm-up"))
     w("")
 
     # --- INIT ---

@@ -19,6 +19,26 @@ def prices():
         return json.load(f)
 
 
+def records(path):
+    """A benchmark run's results file: one JSON record a line."""
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def run_header(results_path, machine, end, measured):
+    """The sentence that opens a Lambda report: the run, its size (`measured` says what was
+    invoked, and how often), the machine and its load at both ends."""
+    run = os.path.basename(os.path.dirname(results_path))
+    return (
+        f"Run `{run}` ({machine['mode']}, {machine['profile']} builds, commit {machine['commit']}): "
+        f"{machine['inits']} starts of each function, {machine['rounds']} round(s) × "
+        f"{machine['batch']} {measured}. Machine: {machine['cpu']}, {machine['cores']} cores, "
+        f"Linux {machine['kernel']}, {machine['rustc']}; load average "
+        f"{' '.join(machine['loadavg_start'])} at the start, {end.get('loadavg_end', '?')} at the "
+        "end (shared with other builds)."
+    )
+
+
 def pct(values, p):
     """The p-quantile (0..1) of values, nearest rank."""
     s = sorted(values)
