@@ -20,6 +20,7 @@ use crate::{
     http::{Front, MakeHosted, McpService},
     listen::{Announced, Changes, Listener, ResourceWatch, Watch},
     metrics::Metrics,
+    oauth::{AuthorizationServer, MemoryOAuthStore, OAuthStore},
     shutdown::Shutdown,
     tasks::{TaskPolicy, Tasks},
 };
@@ -48,6 +49,8 @@ pub struct App {
     tasks: Option<(Arc<Tasks>, crate::tasks::TaskPolicies)>,
     /// The authenticator, its keys' fetch started by [`load`](Self::load) or [`new`](Self::new).
     auth: Option<Warming>,
+    /// Where the built-in authorization server keeps its state; `None` = in memory.
+    oauth_store: Option<Arc<dyn OAuthStore>>,
 }
 
 impl std::fmt::Debug for App {
@@ -80,6 +83,7 @@ impl App {
             handle_resources: Vec::new(),
             tasks: None,
             auth,
+            oauth_store: None,
         }
     }
 
@@ -360,6 +364,28 @@ impl App {
             engine.clone(),
             metrics,
         );
+        let oauth = config.oauth.as_ref().map(|settings| {
+            let scopes = config
+                .auth
+                .as_ref()
+                .map(|auth| auth.scopes_supported.clone())
+                .unwrap_or_default();
+            let roots = config
+                .auth
+                .as_ref()
+                .map(|auth| auth.extra_roots.clone())
+                .unwrap_or_default();
+            Arc::new(AuthorizationServer::new(
+                settings,
+                &config.http.path,
+                scopes,
+                self.oauth_store
+                    .clone()
+                    .unwrap_or_else(|| Arc::new(MemoryOAuthStore::default())),
+                &roots,
+            ))
+        });
+        let front = front.with_oauth(oauth);
         let service = McpService::new(rmcp, make_hosted, front);
         if let Some(tasks) = &engine {
             let keys = config.request_state_keys.all();
@@ -506,6 +532,14 @@ impl<H: ServerHandler> Server<H> {
             None => tracing::warn!(
                 "auth is off (MCP_AUTH_ISSUER is not set): anyone who can reach this server can call it"
             ),
+        }
+        if let Some(oauth) = &self.config.oauth {
+            tracing::info!(issuer = %oauth.issuer, upstream = %oauth.upstream.issuer, "the built-in authorization server is on: clients register here and people log in with the upstream");
+            if oauth.keys_are_per_process() {
+                tracing::warn!(
+                    "MCP_OAUTH_SIGNING_KEYS is not set: this process signs access tokens with a key of its own, so another instance (or this one after a restart) refuses them; set it wherever more than one process serves"
+                );
+            }
         }
         // Everything expensive happens before the first request (Lambda INIT), and at once:
         // this instance's list fingerprints (published before the first listener arrives;

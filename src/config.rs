@@ -14,6 +14,7 @@
 //! | listen streams | [`ListenSettings`] | `MCP_LISTEN_POLL_MS`, `MCP_LISTEN_MAX_SECS` |
 //! | durable tasks | [`TaskSettings`] | `MCP_TASK_TTL_SECS`, `MCP_TASK_POLL_MS`, `MCP_TASK_LEASE_SECS` |
 //! | auth | [`AuthSettings`] | `MCP_AUTH_*` |
+//! | the built-in authorization server | [`OAuthSettings`] | `MCP_OAUTH_*` |
 //! | logs | [`LogSettings`] | `MCP_LOG` |
 //! | metrics | [`MetricsSettings`] | `MCP_METRICS`, `MCP_METRICS_NAMESPACE` |
 //!
@@ -39,6 +40,7 @@ use crate::{
     listen::ListenSettings,
     logging::LogSettings,
     metrics::MetricsSettings,
+    oauth::OAuthSettings,
     request_state::RequestStateKeys,
     serve::{LambdaSettings, LocalSettings},
     tasks::TaskSettings,
@@ -70,6 +72,9 @@ pub struct Config {
     pub tasks: TaskSettings,
     /// OAuth resource-server settings (`MCP_AUTH_*`); `None` = auth off.
     pub auth: Option<AuthSettings>,
+    /// The built-in authorization server (`MCP_OAUTH_*`); `None` = off. When on, `auth` trusts
+    /// its tokens.
+    pub oauth: Option<OAuthSettings>,
     /// Logs.
     pub log: LogSettings,
     /// Per-request metrics (EMF).
@@ -127,6 +132,16 @@ const KNOWN_VARIABLES: &[&str] = &[
     "MCP_MAX_BODY_BYTES",
     "MCP_METRICS",
     "MCP_METRICS_NAMESPACE",
+    "MCP_OAUTH_ACCESS_TOKEN_SECS",
+    "MCP_OAUTH_CLIENTS",
+    "MCP_OAUTH_CLIENT_IDLE_DAYS",
+    "MCP_OAUTH_MAX_REGISTRATIONS_PER_HOUR",
+    "MCP_OAUTH_REFRESH_TOKEN_DAYS",
+    "MCP_OAUTH_SIGNING_KEYS",
+    "MCP_OAUTH_UPSTREAM_CLIENT_ID",
+    "MCP_OAUTH_UPSTREAM_CLIENT_SECRET",
+    "MCP_OAUTH_UPSTREAM_ISSUER",
+    "MCP_OAUTH_UPSTREAM_SCOPES",
     "MCP_ORIGIN_SECRET",
     "MCP_ORIGIN_SECRET_HEADER",
     "MCP_PAGE_SIZE",
@@ -281,6 +296,7 @@ impl Config {
 
     /// The settings as `env` gives them, values kept in AWS still to fetch.
     pub(crate) fn read(env: &Env<'_>) -> Result<Self, ConfigError> {
+        let oauth = OAuthSettings::from_env(env)?;
         Ok(Self {
             mode: env.mode(),
             http: HttpSettings::from_env(env)?,
@@ -292,7 +308,16 @@ impl Config {
             handles: HandleSettings::from_env(env)?,
             listen: ListenSettings::from_env(env)?,
             tasks: TaskSettings::from_env(env)?,
-            auth: AuthSettings::from_env(env)?,
+            auth: match &oauth {
+                None => AuthSettings::from_env(env)?,
+                Some(oauth) => Some(AuthSettings::for_builtin_issuer(
+                    env,
+                    oauth.issuer.clone(),
+                    oauth.public_jwks(),
+                    oauth.upstream.issuer.clone(),
+                )?),
+            },
+            oauth,
             log: LogSettings::from_env(env)?,
             metrics: MetricsSettings::from_env(env)?,
             unknown_variables: Vec::new(),

@@ -159,6 +159,7 @@ pub mod http;
 pub mod listen;
 pub mod logging;
 pub mod metrics;
+pub mod oauth;
 mod request_scope;
 pub mod request_state;
 mod rmcp_gaps;

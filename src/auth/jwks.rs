@@ -25,12 +25,12 @@ use super::{AuthSettings, jwt::Jwk};
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_DOCUMENT_BYTES: usize = 512 * 1024;
 
-pub(super) type HttpsClient<B = Empty<Bytes>> =
+pub(crate) type HttpsClient<B = Empty<Bytes>> =
     Client<hyper_rustls::HttpsConnector<HttpConnector>, B>;
 
 /// A client for the issuer's endpoints: HTTP/1.1 over TLS (the web's roots and `extra_roots`)
 /// or plain HTTP, for a body type `B`.
-pub(super) fn issuer_client<B>(extra_roots: &[Vec<u8>]) -> HttpsClient<B>
+pub(crate) fn issuer_client<B>(extra_roots: &[Vec<u8>]) -> HttpsClient<B>
 where
     B: http_body::Body + Send + 'static,
     B::Data: Send,
@@ -77,6 +77,8 @@ pub(crate) struct Jwks {
     /// When a discovery made for the introspection endpoint last failed: not asked again
     /// for [`DISCOVERY_PAUSE`], so opaque tokens cannot make every request a fetch.
     discovery_failed: std::sync::Mutex<Option<Instant>>,
+    /// The keys were given at start-up (`AuthSettings::issuer_keys`): never fetched.
+    given: bool,
 }
 
 const DISCOVERY_PAUSE: Duration = Duration::from_secs(10);
@@ -93,6 +95,9 @@ impl Jwks {
     /// Fetches the keys now. A failure is logged, not fatal: requests retry
     /// (rate-limited) until the issuer answers.
     pub(crate) async fn warm(&self) {
+        if self.given {
+            return;
+        }
         match self.fetch().await {
             Ok(count) => tracing::info!(keys = count, issuer = %self.issuer, "JWKS loaded"),
             Err(error) => {
@@ -102,10 +107,20 @@ impl Jwks {
     }
 
     pub(crate) fn new(settings: &AuthSettings) -> Self {
+        let given: Option<Vec<Jwk>> = settings.issuer_keys.as_deref().map(|document| {
+            serde_json::from_str::<Value>(document)
+                .ok()
+                .as_ref()
+                .and_then(|d| d.get("keys"))
+                .and_then(Value::as_array)
+                .map(|keys| keys.iter().filter_map(Jwk::from_json).collect())
+                .unwrap_or_default()
+        });
         Self {
             issuer: settings.issuer.clone(),
             url: tokio::sync::Mutex::new(settings.jwks_url.clone()),
-            keys: RwLock::new(Arc::new(Vec::new())),
+            given: given.is_some(),
+            keys: RwLock::new(Arc::new(given.unwrap_or_default())),
             generation: AtomicU64::new(0),
             last_fetch: tokio::sync::Mutex::new(None),
             min_refresh: settings.jwks_min_refresh,
@@ -157,6 +172,9 @@ impl Jwks {
     /// Refetches if the last attempt is older than the minimum interval;
     /// concurrent callers wait for one fetch. Returns the keys to use.
     pub(crate) async fn refresh(&self) -> Arc<Vec<Jwk>> {
+        if self.given {
+            return self.current();
+        }
         let mut last = self.last_fetch.lock().await;
         if last.is_some_and(|at| at.elapsed() < self.min_refresh) {
             return self.current();

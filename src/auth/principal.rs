@@ -9,7 +9,8 @@ use rmcp::{RoleServer, service::RequestContext};
 /// carries it (or, with auth off, stands for the one anonymous caller).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Principal {
-    /// The token's `iss`.
+    /// Who vouches for the subject: the token's `iss`, or, behind the built-in authorization
+    /// server, the identity provider the person logged in with (`MCP_OAUTH_UPSTREAM_ISSUER`).
     pub issuer: String,
     /// The token's `sub`.
     pub subject: String,

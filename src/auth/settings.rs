@@ -123,6 +123,15 @@ pub struct AuthSettings {
     pub client_ids: Vec<String>,
     /// RFC 7662 introspection of opaque tokens; `None` = only JWTs are accepted.
     pub introspection: Option<IntrospectionSettings>,
+    /// The issuer's keys as a JWKS document, known at start-up: nothing is fetched. Set for the
+    /// built-in authorization server (`MCP_OAUTH_UPSTREAM_ISSUER`), whose keys are this
+    /// server's own.
+    pub issuer_keys: Option<String>,
+    /// Whose `sub` a token's subject is, when not the token's issuer: the identity provider
+    /// people log in with behind the built-in authorization server. Owner keys name it, so a
+    /// person keeps their handles across every client, and when the server moves between
+    /// trusting that provider directly and the built-in authorization server.
+    pub identity_issuer: Option<String>,
 }
 
 /// How tokens that are not JWTs are checked: RFC 7662 introspection at the issuer.
@@ -333,14 +342,32 @@ fn read_roots(path: &str) -> Result<Vec<Vec<u8>>, String> {
 impl AuthSettings {
     /// Reads the `MCP_AUTH_*` variables; `Ok(None)` when no issuer is set (auth off).
     pub(crate) fn from_env(env: &Env<'_>) -> Result<Option<Self>, ConfigError> {
-        Self::read(&|name| env.get(name))
+        Self::read(&|name| env.get(name), None)
             .map_err(|(variable, value, reason)| ConfigError::new(variable, value, reason))
+    }
+
+    /// The settings of a resource server whose issuer is the built-in authorization server:
+    /// `issuer`, its keys `jwks` (no fetch), its people's identities from `identity_issuer`;
+    /// the rest of the `MCP_AUTH_*` variables as usual.
+    pub(crate) fn for_builtin_issuer(
+        env: &Env<'_>,
+        issuer: String,
+        jwks: String,
+        identity_issuer: String,
+    ) -> Result<Self, ConfigError> {
+        let mut settings = Self::read(&|name| env.get(name), Some(issuer))
+            .map_err(|(variable, value, reason)| ConfigError::new(variable, value, reason))?
+            .expect("an issuer is given");
+        settings.issuer_keys = Some(jwks);
+        settings.identity_issuer = Some(identity_issuer);
+        Ok(settings)
     }
 
     fn read(
         get: &impl Fn(&str) -> Option<String>,
+        builtin_issuer: Option<String>,
     ) -> Result<Option<Self>, (&'static str, String, String)> {
-        let Some(issuer) = get("MCP_AUTH_ISSUER") else {
+        let Some(issuer) = builtin_issuer.or_else(|| get("MCP_AUTH_ISSUER")) else {
             return Ok(None);
         };
         let issuer = issuer.trim().to_string();
@@ -476,6 +503,8 @@ impl AuthSettings {
                 })
                 .unwrap_or_default(),
             introspection: read_introspection(get)?,
+            issuer_keys: None,
+            identity_issuer: None,
         }))
     }
 
@@ -622,11 +651,14 @@ mod tests {
     }
 
     fn read(vars: &[(&str, &str)]) -> Result<Option<AuthSettings>, (&'static str, String, String)> {
-        AuthSettings::read(&|name| {
-            vars.iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.to_string())
-        })
+        AuthSettings::read(
+            &|name| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            },
+            None,
+        )
     }
 
     #[test]

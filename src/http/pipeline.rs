@@ -50,6 +50,7 @@ use crate::{
     handler::Hosted,
     listen::Listener,
     metrics::Metrics,
+    oauth::{self, AuthorizationServer},
     request_scope::{self, RequestScope},
     rmcp_gaps,
     tasks::{Tasks, round_token},
@@ -77,6 +78,8 @@ pub(crate) struct Front {
     tasks: Option<Arc<Tasks>>,
     /// Per-request EMF records; `None` = none written.
     metrics: Option<Arc<Metrics>>,
+    /// The built-in authorization server's endpoints; `None` = off.
+    oauth: Option<Arc<AuthorizationServer>>,
 }
 
 impl Front {
@@ -123,7 +126,14 @@ impl Front {
             probed_lists,
             tasks,
             metrics,
+            oauth: None,
         }
+    }
+
+    /// The front with the built-in authorization server's endpoints on its origin.
+    pub(crate) fn with_oauth(mut self, oauth: Option<Arc<AuthorizationServer>>) -> Self {
+        self.oauth = oauth;
+        self
     }
 }
 
@@ -276,6 +286,11 @@ impl<H: ServerHandler> McpService<H> {
                 origin,
                 &self.front.settings.allowed_origins,
             ));
+        }
+        if let Some(oauth) = &self.front.oauth
+            && let Some(endpoint) = oauth.route(request.method(), path)
+        {
+            return Ok(oauth_answer(oauth, endpoint, request).await);
         }
         match (request.method(), path) {
             (&Method::GET | &Method::HEAD, "/healthz") => Ok(text_response(StatusCode::OK, "ok\n")),
@@ -533,4 +548,26 @@ async fn worker_route(
         .header(header::CONTENT_TYPE, "application/json")
         .body(Full::new(Bytes::from(serde_json::json!({ "ran": ran }).to_string())).boxed())
         .expect("static parts are valid"))
+}
+
+/// One request to the built-in authorization server: its body read (capped and on time, as
+/// an MCP body), the answer as the front's.
+async fn oauth_answer(
+    oauth: &AuthorizationServer,
+    endpoint: oauth::Endpoint,
+    request: Request<RequestBody>,
+) -> HttpResponse {
+    let (parts, body) = request.into_parts();
+    let body = if endpoint.has_body() {
+        match body_limit::collect(&parts.headers, body, oauth::MAX_BODY_BYTES).await {
+            Ok(body) => body,
+            Err(refusal) => return refusal.into_response(None),
+        }
+    } else {
+        Bytes::new()
+    };
+    oauth
+        .answer(endpoint, &parts, body)
+        .await
+        .map(|b| Full::new(b).boxed())
 }
