@@ -28,6 +28,8 @@
 //! redirect. Codes, refresh tokens and states are kept only as hashes (`store.rs`).
 
 mod authorize;
+#[cfg(feature = "dynamodb")]
+mod dynamodb;
 mod keys;
 mod metadata;
 mod page;
@@ -48,6 +50,35 @@ pub use settings::{OAuthSettings, PreRegisteredClient, UpstreamSettings};
 pub(crate) use store::{MemoryOAuthStore, OAuthStore};
 
 use self::{keys::SigningKeys, upstream::Upstream};
+
+/// The store the handles' settings name: the handles table (`MCP_HANDLES_TABLE`, items
+/// `o#…`), else this process's memory (with a warning on Lambda, where instances do not share
+/// it: a login begun on one instance fails on another).
+pub(crate) async fn open_store(
+    handles: &crate::handles::HandleSettings,
+) -> Result<Arc<dyn OAuthStore>, crate::aws::TableError> {
+    let Some(table) = &handles.table else {
+        if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
+            tracing::warn!(
+                "MCP_HANDLES_TABLE is not set: the authorization server keeps registrations, logins and grants in this instance's memory, so a login begun on one instance fails on another; set it on Lambda"
+            );
+        }
+        return Ok(Arc::new(MemoryOAuthStore::default()));
+    };
+    #[cfg(feature = "dynamodb")]
+    {
+        let table = crate::aws::table::Table::open("oauth", table, &handles.timeouts).await?;
+        Ok(Arc::new(dynamodb::DynamoDbOAuthStore::new(table)))
+    }
+    #[cfg(not(feature = "dynamodb"))]
+    {
+        Err(crate::aws::TableError::new(
+            "oauth",
+            table,
+            "this build has no DynamoDB store: enable the `dynamodb` feature of mcp-lambda, or leave the table unset to keep the authorization server's state in memory",
+        ))
+    }
+}
 
 /// The largest request body an endpoint reads (a registration, a form).
 pub(crate) const MAX_BODY_BYTES: usize = 16 * 1024;

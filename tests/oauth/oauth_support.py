@@ -79,6 +79,9 @@ def basket(**env_overrides):
         "MCP_AUTH_SCOPES_SUPPORTED": SCOPES,
         **env_overrides,
     }
+    # An override of None removes the variable (the built-in authorization server's tests run
+    # without MCP_AUTH_ISSUER).
+    env = {k: v for k, v in env.items() if v is not None}
     logs = Path(os.environ.get("OAUTH_LOGS", "/tmp"))
     logs.mkdir(parents=True, exist_ok=True)
     log = open(logs / f"basket-{port}.log", "wb")
@@ -108,6 +111,7 @@ def basket(**env_overrides):
 
 _FORM = re.compile(r"<form[^>]*action=\"([^\"]+)\"[^>]*>(.*?)</form>", re.S)
 _INPUT = re.compile(r"<input([^>]*)>")
+_BUTTON = re.compile(r"<button([^>]*)>")
 _ATTR = re.compile(r"(\w+)=\"([^\"]*)\"")
 
 
@@ -132,6 +136,13 @@ def sign_in(authorization_url: str, login: str = "alice", redirect_uri: str = RE
                 a = dict(_ATTR.findall(attrs))
                 if "name" in a:
                     fields[a["name"]] = html.unescape(a.get("value", ""))
+            # A browser clicking the form's first named submit button sends its name and value
+            # (the built-in authorization server's consent page: approve, then deny).
+            for attrs in _BUTTON.findall(form.group(2)):
+                a = dict(_ATTR.findall(attrs))
+                if "name" in a:
+                    fields[a["name"]] = html.unescape(a.get("value", ""))
+                    break
             if "login" in fields:
                 fields.update(login=login, password="any password")
             action = urljoin(str(response.url), html.unescape(form.group(1)))

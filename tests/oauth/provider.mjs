@@ -17,8 +17,13 @@
 //     register with the scope of the first challenge, so a step-up would be refused by the AS
 //     (OAUTH_KEEP_REGISTERED_SCOPE=1 keeps oidc-provider's default, to see that).
 //
+//   - OAUTH_NO_REGISTRATION=1 turns dynamic registration off, leaving the static clients only
+//     (among them `mcp-facade`, the built-in authorization server's client), as the identity
+//     providers behind mcp-lambda's built-in authorization server behave;
+//
 // Besides the provider's own endpoints it answers GET /_test/events: every event the tests
-// count (registrations, authorizations, token grants by grant_type, revocations) as JSON.
+// count (registrations, authorizations, token grants by grant_type, revocations) as JSON; and
+// GET /_test/requests: how many requests it has answered (the tests' own not counted).
 //
 //   node provider.mjs PORT        (or OAUTH_PORT=PORT node provider.mjs)
 //
@@ -71,7 +76,20 @@ const machine = (clientId, format) => ({
   redirect_uris: [],
   x_access_token_format: format,
 });
+// The built-in authorization server's client here (test_builtin_as.py): confidential, as a
+// façade registers at Cognito, Entra or Google; native, so that its loopback callback may use
+// any port (RFC 8252 §7.3): each basket listens on a free one.
+const facade = {
+  client_id: 'mcp-facade',
+  client_secret: 'mcp-facade-secret',
+  application_type: 'native',
+  token_endpoint_auth_method: 'client_secret_basic',
+  grant_types: ['authorization_code'],
+  response_types: ['code'],
+  redirect_uris: ['http://127.0.0.1/oauth/callback'],
+};
 const clients = [
+  facade,
   machine('mcp-server'), // the basket's own client, for its introspection calls
   machine('opaque-machine-a', 'opaque'),
   machine('opaque-machine-b', 'opaque'),
@@ -115,7 +133,8 @@ const configuration = {
   },
   features: {
     devInteractions: { enabled: true },
-    registration: { enabled: true },
+    // OAUTH_NO_REGISTRATION=1: as Cognito, Entra and Google behave (the built-in AS's tests).
+    registration: { enabled: process.env.OAUTH_NO_REGISTRATION !== '1' },
     introspection: { enabled: true },
     revocation: { enabled: true },
     clientCredentials: { enabled: true },
@@ -173,8 +192,16 @@ provider.on('server_error', (ctx, error) => {
 });
 
 const callback = provider.callback();
+let requests = 0; // every request but the tests' own: what "no call reached the AS" counts
 const server = http.createServer((req, res) => {
+  if (req.method === 'GET' && req.url === '/_test/requests') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ requests }));
+    return;
+  }
+  requests++;
   if (req.method === 'GET' && req.url === '/_test/events') {
+    requests--;
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(events));
     return;
