@@ -159,7 +159,9 @@ impl App {
     /// Opens the handle store and the change feed the configuration names.
     async fn open_stores(mut self) -> Result<Self, Error> {
         if self.config.oauth.is_some() {
-            self.oauth_store = Some(crate::oauth::open_store(&self.config.handles).await?);
+            let handles = &self.config.handles;
+            self.oauth_store =
+                Some(crate::oauth::open_store(handles.table.as_deref(), &handles.timeouts).await?);
         }
         let handles = self.config.handles.open().await?;
         let changes = self

@@ -10,6 +10,7 @@
 //! | `GET`/`DELETE <MCP_PATH>` | 405, `Allow: POST` (rmcp's legacy sessions when switched on) |
 //! | `GET /healthz` | 200 `ok`, touching neither auth nor storage |
 //! | `GET /.well-known/oauth-protected-resource[<MCP_PATH>]` | the RFC 9728 metadata when auth is on |
+//! | `/.well-known/oauth-authorization-server[<MCP_PATH>]`, `/oauth/*` | the built-in authorization server's endpoints, when it is on (`crate::oauth`): the body capped at 16 KiB and on time, as an MCP body |
 //! | anything else | 404 |
 
 use std::{

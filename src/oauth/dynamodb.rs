@@ -122,7 +122,12 @@ impl OAuthStore for DynamoDbOAuthStore {
         })
     }
 
-    fn put(&self, name: String, value: Value, ttl: Duration) -> BoxFuture<'_, Result<(), StoreError>> {
+    fn put(
+        &self,
+        name: String,
+        value: Value,
+        ttl: Duration,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(async move {
             let request = self
                 .table
@@ -261,7 +266,9 @@ mod tests {
                 std::env::var("CI").as_deref() != Ok("true"),
                 "MCP_TEST_DYNAMODB_ENDPOINT must be set under CI"
             );
-            eprintln!("SKIPPED: MCP_TEST_DYNAMODB_ENDPOINT is not set (scripts/dynamodb-tests.sh sets it)");
+            eprintln!(
+                "SKIPPED: MCP_TEST_DYNAMODB_ENDPOINT is not set (scripts/dynamodb-tests.sh sets it)"
+            );
             return;
         };
         let config = aws_sdk_dynamodb::Config::builder()

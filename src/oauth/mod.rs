@@ -51,13 +51,14 @@ pub(crate) use store::{MemoryOAuthStore, OAuthStore};
 
 use self::{keys::SigningKeys, upstream::Upstream};
 
-/// The store the handles' settings name: the handles table (`MCP_HANDLES_TABLE`, items
-/// `o#…`), else this process's memory (with a warning on Lambda, where instances do not share
-/// it: a login begun on one instance fails on another).
+/// The store on `table`, the handles table (`MCP_HANDLES_TABLE`, items `o#…`), else this
+/// process's memory (with a warning on Lambda, where instances do not share it: a login begun
+/// on one instance fails on another).
 pub(crate) async fn open_store(
-    handles: &crate::handles::HandleSettings,
+    table: Option<&str>,
+    timeouts: &crate::aws::AwsTimeouts,
 ) -> Result<Arc<dyn OAuthStore>, crate::aws::TableError> {
-    let Some(table) = &handles.table else {
+    let Some(table) = table else {
         if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
             tracing::warn!(
                 "MCP_HANDLES_TABLE is not set: the authorization server keeps registrations, logins and grants in this instance's memory, so a login begun on one instance fails on another; set it on Lambda"
@@ -67,11 +68,12 @@ pub(crate) async fn open_store(
     };
     #[cfg(feature = "dynamodb")]
     {
-        let table = crate::aws::table::Table::open("oauth", table, &handles.timeouts).await?;
+        let table = crate::aws::table::Table::open("oauth", table, timeouts).await?;
         Ok(Arc::new(dynamodb::DynamoDbOAuthStore::new(table)))
     }
     #[cfg(not(feature = "dynamodb"))]
     {
+        let _ = timeouts;
         Err(crate::aws::TableError::new(
             "oauth",
             table,

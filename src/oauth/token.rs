@@ -219,7 +219,9 @@ async fn refresh(
         let record = match server.store.get(grant_key(grant_id)).await {
             Ok(Some(record)) => record,
             Ok(None) => {
-                return invalid_grant("the refresh token is not valid: unknown, revoked or expired");
+                return invalid_grant(
+                    "the refresh token is not valid: unknown, revoked or expired",
+                );
             }
             Err(error) => return store_unavailable(&error),
         };
