@@ -12,6 +12,11 @@
 #     after expiry; a step-up after 403 insufficient_scope;
 #   - the TypeScript SDK v2 client 2.4.0's auth (tests/oauth/ts_oauth_client.mjs, run by
 #     test_oauth_ts.py): the same flow, the second connection, the step-up, no warnings;
+#   - the built-in authorization server (test_builtin_as.py): the basket as its own AS in front
+#     of a second oidc-provider with registration off (one static client, `mcp-facade`), the
+#     Python client by DCR through the consent page and the upstream login to a tool call, the
+#     same handles from two clients, no upstream call on warm requests, refresh rotation and
+#     reuse, revocation, and the attacks, each refused without a redirect;
 #   - RFC 7662 introspection of opaque tokens through a counting proxy in front of the AS
 #     (test_oauth_introspection.py): one request per token per window, refusals, revocation
 #     after the window, 503 + Retry-After when the AS cannot be asked, JWTs still local,
