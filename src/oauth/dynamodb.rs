@@ -248,7 +248,7 @@ impl OAuthStore for DynamoDbOAuthStore {
 #[cfg(test)]
 mod tests {
     use aws_sdk_dynamodb::{
-        config::{BehaviorVersion, Credentials, Region},
+        config::{Credentials, Region},
         types::{AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType},
     };
 
@@ -271,13 +271,13 @@ mod tests {
             );
             return;
         };
-        let config = aws_sdk_dynamodb::Config::builder()
-            .behavior_version(BehaviorVersion::latest())
+        let sdk = crate::aws::loader(&crate::aws::AwsTimeouts::default())
             .endpoint_url(endpoint.trim_end_matches('/'))
             .region(Region::new("us-east-1"))
             .credentials_provider(Credentials::new("local", "local", None, None, "test"))
-            .build();
-        let client = aws_sdk_dynamodb::Client::from_conf(config);
+            .load()
+            .await;
+        let client = crate::aws::dynamodb_client(&sdk);
         let name = "mcp-oauth-contract-test";
         let created = client
             .create_table()
