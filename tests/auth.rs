@@ -427,6 +427,59 @@ async fn cached_keys_keep_verifying_while_the_issuer_is_down() {
     assert_eq!(s.basic_echo_1_status().await, 200);
 }
 
+/// Issue 41, point 8, as on Lambda: the function is stopped between invocations (SIGSTOP), the
+/// network forgets its idle connection to the issuer meanwhile (a NAT gateway's reset to the
+/// next packet: `support::nat`), and the issuer rotates its key. After the thaw the first token
+/// signed with the new key is accepted: the key fetch meets the dead pooled connection and is
+/// sent again on a new one.
+#[tokio::test]
+async fn a_key_rotated_while_the_function_was_frozen_is_fetched_past_the_connection_the_network_forgot()
+ {
+    use support::{basket::Server, nat::Nat};
+    let (old, new) = (TestKey::p256("before"), TestKey::p256("after"));
+    let issuer = Issuer::start(&[&old]).await;
+    let nat = Nat::start(&issuer.url).await;
+    let jwks_url = format!("{}/jwks.json", nat.url);
+    let server = Server::start(&[
+        ("MCP_AUTH_ISSUER", issuer.url.as_str()),
+        ("MCP_AUTH_AUDIENCE", AUDIENCE),
+        ("MCP_AUTH_JWKS_URL", jwks_url.as_str()),
+        ("MCP_AUTH_JWKS_MIN_REFRESH_SECS", "1"),
+    ])
+    .await;
+    let signed_by = |key: &TestKey| {
+        *server.token.lock().unwrap() = Some(key.sign(&issuer.claims(AUDIENCE, "alice", "")));
+    };
+    signed_by(&old);
+    let (status, answer) = server.status_of("tools/list", json!({})).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(issuer.fetches(), 1, "start-up's fetch");
+    assert_eq!(nat.connections(), 1);
+
+    let signal = |name: &str| {
+        let status = std::process::Command::new("kill")
+            .args([name, &server.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {name}");
+    };
+    signal("-STOP");
+    nat.forget();
+    issuer.set_keys(&[&old, &new]);
+    // Past MCP_AUTH_JWKS_MIN_REFRESH_SECS since start-up's fetch, so the new kid may refresh.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    signal("-CONT");
+
+    signed_by(&new);
+    let (status, answer) = server.status_of("tools/list", json!({})).await;
+    assert_eq!(
+        status, 200,
+        "the first token signed with the new key after the thaw: {answer}"
+    );
+    assert_eq!(issuer.fetches(), 2);
+    assert_eq!(nat.connections(), 2, "the keys came on a new connection");
+}
+
 #[tokio::test]
 async fn the_protected_resource_metadata_is_served_at_both_paths() {
     let s = setup(&[("MCP_AUTH_SCOPES_SUPPORTED", "basic admin")]).await;

@@ -3,6 +3,9 @@
 //!
 //! A warm request with a known `kid` makes no network call: it reads the
 //! cached key set through an `Arc` swap.
+//!
+//! The fetch goes through [`IssuerClient`](super::fetch::IssuerClient), which sends a request
+//! again on a new connection when the pooled one was lost while the function was frozen.
 
 use std::{
     sync::{
@@ -14,50 +17,12 @@ use std::{
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
-use hyper_util::{
-    client::legacy::{Client, connect::HttpConnector},
-    rt::TokioExecutor,
-};
 use serde_json::Value;
 
-use super::{AuthSettings, jwt::Jwk};
+use super::{AuthSettings, fetch::IssuerClient, jwt::Jwk};
 
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_DOCUMENT_BYTES: usize = 512 * 1024;
-
-pub(super) type HttpsClient<B = Empty<Bytes>> =
-    Client<hyper_rustls::HttpsConnector<HttpConnector>, B>;
-
-/// A client for the issuer's endpoints: HTTP/1.1 over TLS (the web's roots and `extra_roots`)
-/// or plain HTTP, for a body type `B`.
-pub(super) fn issuer_client<B>(extra_roots: &[Vec<u8>]) -> HttpsClient<B>
-where
-    B: http_body::Body + Send + 'static,
-    B::Data: Send,
-{
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls_config(extra_roots))
-        .https_or_http()
-        .enable_http1()
-        .build();
-    Client::builder(TokioExecutor::new()).build(connector)
-}
-
-/// The web's public roots and `extra` (`MCP_AUTH_CA_FILE`, checked when it was read).
-fn tls_config(extra: &[Vec<u8>]) -> rustls::ClientConfig {
-    let mut roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    for der in extra {
-        // Each was parsed as a CA when the setting was read.
-        let _ = roots.add(rustls::pki_types::CertificateDer::from(der.clone()));
-    }
-    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default protocol versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth()
-}
 
 /// The cached key set and how to refresh it.
 pub(crate) struct Jwks {
@@ -71,7 +36,7 @@ pub(crate) struct Jwks {
     /// When the last fetch was attempted; refreshes are serialised through it.
     last_fetch: tokio::sync::Mutex<Option<Instant>>,
     min_refresh: Duration,
-    client: HttpsClient,
+    client: IssuerClient<Empty<Bytes>>,
     /// The issuer metadata's `introspection_endpoint`, once a metadata document named it.
     introspection_endpoint: std::sync::Mutex<Option<String>>,
     /// When a discovery made for the introspection endpoint last failed: not asked again
@@ -109,7 +74,7 @@ impl Jwks {
             generation: AtomicU64::new(0),
             last_fetch: tokio::sync::Mutex::new(None),
             min_refresh: settings.jwks_min_refresh,
-            client: issuer_client(&settings.extra_roots),
+            client: IssuerClient::new(&settings.extra_roots),
             introspection_endpoint: std::sync::Mutex::new(None),
             discovery_failed: std::sync::Mutex::new(None),
         }
@@ -266,7 +231,7 @@ impl Jwks {
             .header(http::header::ACCEPT, "application/json")
             .body(Empty::new())
             .map_err(|e| e.to_string())?;
-        let response = tokio::time::timeout(FETCH_TIMEOUT, self.client.request(request))
+        let response = tokio::time::timeout(FETCH_TIMEOUT, self.client.send(request))
             .await
             .map_err(|_| format!("{url} did not answer within {FETCH_TIMEOUT:?}"))?
             .map_err(|e| format!("{url}: {e}"))?;

@@ -9,6 +9,7 @@
 
 mod bearer;
 mod caller;
+mod fetch;
 mod introspection;
 mod jwks;
 mod jwt;
