@@ -427,6 +427,40 @@ async fn cached_keys_keep_verifying_while_the_issuer_is_down() {
     assert_eq!(s.basic_echo_1_status().await, 200);
 }
 
+/// Issue 41, point 8: a fetch that failed is no key set, so it does not hold the next fetch back
+/// for `MCP_AUTH_JWKS_MIN_REFRESH_SECS`; only for the second that keeps a dead issuer from
+/// being asked on every request.
+#[tokio::test]
+async fn a_failed_key_fetch_does_not_hold_the_next_back_for_the_refresh_interval() {
+    let key = TestKey::p256("ec-1");
+    let issuer = Issuer::start(&[&key]).await;
+    issuer.down.store(true, Ordering::SeqCst);
+    let service = service(&[
+        ("MCP_AUTH_ISSUER", issuer.url.as_str()),
+        ("MCP_AUTH_AUDIENCE", AUDIENCE),
+        ("MCP_AUTH_JWKS_MIN_REFRESH_SECS", "60"),
+    ]);
+    let token = key.sign(&issuer.claims(AUDIENCE, "alice", ""));
+    let status = || async { post(&service, bearer(call("echo_1"), &token)).await.status };
+    assert_eq!(status().await, 401, "no keys while the issuer is down");
+    // Start-up's fetch (begun when the service was built) has failed too by now.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    issuer.down.store(false, Ordering::SeqCst);
+    assert_eq!(
+        status().await,
+        401,
+        "asked again within a second of a failure"
+    );
+    assert_eq!(issuer.fetches(), 0);
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(
+        status().await,
+        200,
+        "the issuer is back, a second after the failure and well within the refresh interval"
+    );
+    assert_eq!(issuer.fetches(), 1);
+}
+
 /// Issue 41, point 8, as on Lambda: the function is stopped between invocations (SIGSTOP), the
 /// network forgets its idle connection to the issuer meanwhile (a NAT gateway's reset to the
 /// next packet: `support::nat`), and the issuer rotates its key. After the thaw the first token

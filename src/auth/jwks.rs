@@ -4,6 +4,16 @@
 //! A warm request with a known `kid` makes no network call: it reads the
 //! cached key set through an `Arc` swap.
 //!
+//! Refreshes are serialised (concurrent requests with an unknown `kid` wait for one fetch) and
+//! spaced two ways:
+//!
+//! - after a fetch that **succeeded**, none for `MCP_AUTH_JWKS_MIN_REFRESH_SECS` (60 s by
+//!   default): a stranger's made-up `kid`s cannot make every request a fetch;
+//! - after a fetch that **failed**, none for [`FAILED_FETCH_PAUSE`] (1 s): a failure is no key
+//!   set, so it does not hold back the next fetch for the whole interval (a token signed with a
+//!   rotated key would be refused for a minute after one lost connection or one bad answer),
+//!   but an issuer that is down still costs at most one fetch a second, not one per request.
+//!
 //! The fetch goes through [`IssuerClient`](super::fetch::IssuerClient), which sends a request
 //! again on a new connection when the pooled one was lost while the function was frozen.
 
@@ -33,8 +43,8 @@ pub(crate) struct Jwks {
     /// Bumped whenever the key set is replaced, so tokens verified under an
     /// older set (whose key may have been withdrawn) are verified again.
     generation: AtomicU64,
-    /// When the last fetch was attempted; refreshes are serialised through it.
-    last_fetch: tokio::sync::Mutex<Option<Instant>>,
+    /// When the last fetches succeeded and failed; refreshes are serialised through it.
+    last_fetch: tokio::sync::Mutex<Fetched>,
     min_refresh: Duration,
     client: IssuerClient<Empty<Bytes>>,
     /// The issuer metadata's `introspection_endpoint`, once a metadata document named it.
@@ -45,6 +55,35 @@ pub(crate) struct Jwks {
 }
 
 const DISCOVERY_PAUSE: Duration = Duration::from_secs(10);
+
+/// How long after a failed fetch no other is made (see the module docs).
+const FAILED_FETCH_PAUSE: Duration = Duration::from_secs(1);
+
+/// When the key set was last fetched, and when a fetch last failed since.
+#[derive(Debug, Default)]
+struct Fetched {
+    succeeded: Option<Instant>,
+    failed: Option<Instant>,
+}
+
+impl Fetched {
+    /// Whether a refresh now would come too soon after the last fetch: `min_refresh` after a
+    /// success, [`FAILED_FETCH_PAUSE`] after a failure.
+    fn too_soon(&self, min_refresh: Duration) -> bool {
+        self.succeeded.is_some_and(|at| at.elapsed() < min_refresh)
+            || self
+                .failed
+                .is_some_and(|at| at.elapsed() < FAILED_FETCH_PAUSE)
+    }
+
+    /// Records how a fetch ended.
+    fn record<T, E>(&mut self, result: &Result<T, E>) {
+        match result {
+            Ok(_) => (self.succeeded, self.failed) = (Some(Instant::now()), None),
+            Err(_) => self.failed = Some(Instant::now()),
+        }
+    }
+}
 
 impl std::fmt::Debug for Jwks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -72,7 +111,7 @@ impl Jwks {
             url: tokio::sync::Mutex::new(settings.jwks_url.clone()),
             keys: RwLock::new(Arc::new(Vec::new())),
             generation: AtomicU64::new(0),
-            last_fetch: tokio::sync::Mutex::new(None),
+            last_fetch: tokio::sync::Mutex::new(Fetched::default()),
             min_refresh: settings.jwks_min_refresh,
             client: IssuerClient::new(&settings.extra_roots),
             introspection_endpoint: std::sync::Mutex::new(None),
@@ -119,15 +158,16 @@ impl Jwks {
         self.keys.read().expect("JWKS lock poisoned").clone()
     }
 
-    /// Refetches if the last attempt is older than the minimum interval;
-    /// concurrent callers wait for one fetch. Returns the keys to use.
+    /// Refetches unless the last fetch succeeded within the minimum interval or failed within
+    /// [`FAILED_FETCH_PAUSE`]; concurrent callers wait for one fetch. Returns the keys to use.
     pub(crate) async fn refresh(&self) -> Arc<Vec<Jwk>> {
         let mut last = self.last_fetch.lock().await;
-        if last.is_some_and(|at| at.elapsed() < self.min_refresh) {
+        if last.too_soon(self.min_refresh) {
             return self.current();
         }
-        *last = Some(Instant::now());
-        if let Err(error) = self.fetch_unlocked().await {
+        let fetched = self.fetch_unlocked().await;
+        last.record(&fetched);
+        if let Err(error) = fetched {
             // Keep serving with the keys we have (stale beats none).
             tracing::warn!(%error, "JWKS refresh failed; keeping the cached keys");
         }
@@ -138,11 +178,12 @@ impl Jwks {
         let mut last = self.last_fetch.lock().await;
         // A request's refresh fetched the keys while this waited for the lock: not twice.
         let keys = self.current();
-        if last.is_some() && !keys.is_empty() {
+        if last.succeeded.is_some() && !keys.is_empty() {
             return Ok(keys.len());
         }
-        *last = Some(Instant::now());
-        self.fetch_unlocked().await
+        let fetched = self.fetch_unlocked().await;
+        last.record(&fetched);
+        fetched
     }
 
     async fn fetch_unlocked(&self) -> Result<usize, String> {
