@@ -427,6 +427,93 @@ async fn cached_keys_keep_verifying_while_the_issuer_is_down() {
     assert_eq!(s.basic_echo_1_status().await, 200);
 }
 
+/// Issue 41, point 8: a fetch that failed is no key set, so it does not hold the next fetch back
+/// for `MCP_AUTH_JWKS_MIN_REFRESH_SECS`; only for the second that keeps a dead issuer from
+/// being asked on every request.
+#[tokio::test]
+async fn a_failed_key_fetch_does_not_hold_the_next_back_for_the_refresh_interval() {
+    let key = TestKey::p256("ec-1");
+    let issuer = Issuer::start(&[&key]).await;
+    issuer.down.store(true, Ordering::SeqCst);
+    let service = service(&[
+        ("MCP_AUTH_ISSUER", issuer.url.as_str()),
+        ("MCP_AUTH_AUDIENCE", AUDIENCE),
+        ("MCP_AUTH_JWKS_MIN_REFRESH_SECS", "60"),
+    ]);
+    let token = key.sign(&issuer.claims(AUDIENCE, "alice", ""));
+    let status = || async { post(&service, bearer(call("echo_1"), &token)).await.status };
+    assert_eq!(status().await, 401, "no keys while the issuer is down");
+    // Start-up's fetch (begun when the service was built) has failed too by now.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    issuer.down.store(false, Ordering::SeqCst);
+    assert_eq!(
+        status().await,
+        401,
+        "asked again within a second of a failure"
+    );
+    assert_eq!(issuer.fetches(), 0);
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(
+        status().await,
+        200,
+        "the issuer is back, a second after the failure and well within the refresh interval"
+    );
+    assert_eq!(issuer.fetches(), 1);
+}
+
+/// Issue 41, point 8, as on Lambda: the function is stopped between invocations (SIGSTOP), the
+/// network forgets its idle connection to the issuer meanwhile (a NAT gateway's reset to the
+/// next packet: `support::nat`), and the issuer rotates its key. After the thaw the first token
+/// signed with the new key is accepted: the key fetch meets the dead pooled connection and is
+/// sent again on a new one.
+#[tokio::test]
+async fn a_key_rotated_while_the_function_was_frozen_is_fetched_past_the_connection_the_network_forgot()
+ {
+    use support::{basket::Server, nat::Nat};
+    let (old, new) = (TestKey::p256("before"), TestKey::p256("after"));
+    let issuer = Issuer::start(&[&old]).await;
+    let nat = Nat::start(&issuer.url).await;
+    let jwks_url = format!("{}/jwks.json", nat.url);
+    let server = Server::start(&[
+        ("MCP_AUTH_ISSUER", issuer.url.as_str()),
+        ("MCP_AUTH_AUDIENCE", AUDIENCE),
+        ("MCP_AUTH_JWKS_URL", jwks_url.as_str()),
+        ("MCP_AUTH_JWKS_MIN_REFRESH_SECS", "1"),
+    ])
+    .await;
+    let signed_by = |key: &TestKey| {
+        *server.token.lock().unwrap() = Some(key.sign(&issuer.claims(AUDIENCE, "alice", "")));
+    };
+    signed_by(&old);
+    let (status, answer) = server.status_of("tools/list", json!({})).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(issuer.fetches(), 1, "start-up's fetch");
+    assert_eq!(nat.connections(), 1);
+
+    let signal = |name: &str| {
+        let status = std::process::Command::new("kill")
+            .args([name, &server.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {name}");
+    };
+    signal("-STOP");
+    nat.forget();
+    issuer.set_keys(&[&old, &new]);
+    // Past MCP_AUTH_JWKS_MIN_REFRESH_SECS since start-up's fetch, so the new kid may refresh.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    signal("-CONT");
+
+    signed_by(&new);
+    let (status, answer) = server.status_of("tools/list", json!({})).await;
+    assert_eq!(
+        status, 200,
+        "the first token signed with the new key after the thaw: {answer}"
+    );
+    assert_eq!(issuer.fetches(), 2);
+    assert_eq!(nat.connections(), 2, "the keys came on a new connection");
+}
+
 #[tokio::test]
 async fn the_protected_resource_metadata_is_served_at_both_paths() {
     let s = setup(&[("MCP_AUTH_SCOPES_SUPPORTED", "basic admin")]).await;

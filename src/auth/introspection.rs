@@ -26,7 +26,8 @@ use tokio::sync::OnceCell;
 
 use super::{
     AuthSettings, ClientSecret, IntrospectionSettings, Principal,
-    jwks::{Jwks, issuer_client},
+    fetch::IssuerClient,
+    jwks::Jwks,
     jwt::{self, TokenError},
 };
 
@@ -69,7 +70,7 @@ pub(crate) struct Introspector {
     /// The introspections under way, by token hash: concurrent first requests with one token
     /// (a client opening several calls at once) wait for one answer instead of asking each.
     asking: Mutex<HashMap<[u8; 32], Arc<AskedOnce>>>,
-    client: super::jwks::HttpsClient<Full<Bytes>>,
+    client: IssuerClient<Full<Bytes>>,
 }
 
 impl std::fmt::Debug for Introspector {
@@ -105,7 +106,7 @@ impl Introspector {
             window: settings.cache_window.as_secs_f64(),
             answers: Mutex::new(HashMap::new()),
             asking: Mutex::new(HashMap::new()),
-            client: issuer_client(extra_roots),
+            client: IssuerClient::new(extra_roots),
         }
     }
 
@@ -208,7 +209,7 @@ impl Introspector {
         let exchange = async {
             let response = self
                 .client
-                .request(request)
+                .send(request)
                 .await
                 .map_err(|e| format!("{url}: {e}"))?;
             let status = response.status();

@@ -3,6 +3,19 @@
 //!
 //! A warm request with a known `kid` makes no network call: it reads the
 //! cached key set through an `Arc` swap.
+//!
+//! Refreshes are serialised (concurrent requests with an unknown `kid` wait for one fetch) and
+//! spaced two ways:
+//!
+//! - after a fetch that **succeeded**, none for `MCP_AUTH_JWKS_MIN_REFRESH_SECS` (60 s by
+//!   default): a stranger's made-up `kid`s cannot make every request a fetch;
+//! - after a fetch that **failed**, none for [`FAILED_FETCH_PAUSE`] (1 s): a failure is no key
+//!   set, so it does not hold back the next fetch for the whole interval (a token signed with a
+//!   rotated key would be refused for a minute after one lost connection or one bad answer),
+//!   but an issuer that is down still costs at most one fetch a second, not one per request.
+//!
+//! The fetch goes through [`IssuerClient`](super::fetch::IssuerClient), which sends a request
+//! again on a new connection when the pooled one was lost while the function was frozen.
 
 use std::{
     sync::{
@@ -14,50 +27,12 @@ use std::{
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
-use hyper_util::{
-    client::legacy::{Client, connect::HttpConnector},
-    rt::TokioExecutor,
-};
 use serde_json::Value;
 
-use super::{AuthSettings, jwt::Jwk};
+use super::{AuthSettings, fetch::IssuerClient, jwt::Jwk};
 
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_DOCUMENT_BYTES: usize = 512 * 1024;
-
-pub(crate) type HttpsClient<B = Empty<Bytes>> =
-    Client<hyper_rustls::HttpsConnector<HttpConnector>, B>;
-
-/// A client for the issuer's endpoints: HTTP/1.1 over TLS (the web's roots and `extra_roots`)
-/// or plain HTTP, for a body type `B`.
-pub(crate) fn issuer_client<B>(extra_roots: &[Vec<u8>]) -> HttpsClient<B>
-where
-    B: http_body::Body + Send + 'static,
-    B::Data: Send,
-{
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls_config(extra_roots))
-        .https_or_http()
-        .enable_http1()
-        .build();
-    Client::builder(TokioExecutor::new()).build(connector)
-}
-
-/// The web's public roots and `extra` (`MCP_AUTH_CA_FILE`, checked when it was read).
-fn tls_config(extra: &[Vec<u8>]) -> rustls::ClientConfig {
-    let mut roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    for der in extra {
-        // Each was parsed as a CA when the setting was read.
-        let _ = roots.add(rustls::pki_types::CertificateDer::from(der.clone()));
-    }
-    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default protocol versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth()
-}
 
 /// The cached key set and how to refresh it.
 pub(crate) struct Jwks {
@@ -68,10 +43,10 @@ pub(crate) struct Jwks {
     /// Bumped whenever the key set is replaced, so tokens verified under an
     /// older set (whose key may have been withdrawn) are verified again.
     generation: AtomicU64,
-    /// When the last fetch was attempted; refreshes are serialised through it.
-    last_fetch: tokio::sync::Mutex<Option<Instant>>,
+    /// When the last fetches succeeded and failed; refreshes are serialised through it.
+    last_fetch: tokio::sync::Mutex<Fetched>,
     min_refresh: Duration,
-    client: HttpsClient,
+    client: IssuerClient<Empty<Bytes>>,
     /// The issuer metadata's `introspection_endpoint`, once a metadata document named it.
     introspection_endpoint: std::sync::Mutex<Option<String>>,
     /// When a discovery made for the introspection endpoint last failed: not asked again
@@ -82,6 +57,35 @@ pub(crate) struct Jwks {
 }
 
 const DISCOVERY_PAUSE: Duration = Duration::from_secs(10);
+
+/// How long after a failed fetch no other is made (see the module docs).
+const FAILED_FETCH_PAUSE: Duration = Duration::from_secs(1);
+
+/// When the key set was last fetched, and when a fetch last failed since.
+#[derive(Debug, Default)]
+struct Fetched {
+    succeeded: Option<Instant>,
+    failed: Option<Instant>,
+}
+
+impl Fetched {
+    /// Whether a refresh now would come too soon after the last fetch: `min_refresh` after a
+    /// success, [`FAILED_FETCH_PAUSE`] after a failure.
+    fn too_soon(&self, min_refresh: Duration) -> bool {
+        self.succeeded.is_some_and(|at| at.elapsed() < min_refresh)
+            || self
+                .failed
+                .is_some_and(|at| at.elapsed() < FAILED_FETCH_PAUSE)
+    }
+
+    /// Records how a fetch ended.
+    fn record<T, E>(&mut self, result: &Result<T, E>) {
+        match result {
+            Ok(_) => (self.succeeded, self.failed) = (Some(Instant::now()), None),
+            Err(_) => self.failed = Some(Instant::now()),
+        }
+    }
+}
 
 impl std::fmt::Debug for Jwks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -122,9 +126,9 @@ impl Jwks {
             given: given.is_some(),
             keys: RwLock::new(Arc::new(given.unwrap_or_default())),
             generation: AtomicU64::new(0),
-            last_fetch: tokio::sync::Mutex::new(None),
+            last_fetch: tokio::sync::Mutex::new(Fetched::default()),
             min_refresh: settings.jwks_min_refresh,
-            client: issuer_client(&settings.extra_roots),
+            client: IssuerClient::new(&settings.extra_roots),
             introspection_endpoint: std::sync::Mutex::new(None),
             discovery_failed: std::sync::Mutex::new(None),
         }
@@ -169,18 +173,19 @@ impl Jwks {
         self.keys.read().expect("JWKS lock poisoned").clone()
     }
 
-    /// Refetches if the last attempt is older than the minimum interval;
-    /// concurrent callers wait for one fetch. Returns the keys to use.
+    /// Refetches unless the last fetch succeeded within the minimum interval or failed within
+    /// [`FAILED_FETCH_PAUSE`]; concurrent callers wait for one fetch. Returns the keys to use.
     pub(crate) async fn refresh(&self) -> Arc<Vec<Jwk>> {
         if self.given {
             return self.current();
         }
         let mut last = self.last_fetch.lock().await;
-        if last.is_some_and(|at| at.elapsed() < self.min_refresh) {
+        if last.too_soon(self.min_refresh) {
             return self.current();
         }
-        *last = Some(Instant::now());
-        if let Err(error) = self.fetch_unlocked().await {
+        let fetched = self.fetch_unlocked().await;
+        last.record(&fetched);
+        if let Err(error) = fetched {
             // Keep serving with the keys we have (stale beats none).
             tracing::warn!(%error, "JWKS refresh failed; keeping the cached keys");
         }
@@ -191,11 +196,12 @@ impl Jwks {
         let mut last = self.last_fetch.lock().await;
         // A request's refresh fetched the keys while this waited for the lock: not twice.
         let keys = self.current();
-        if last.is_some() && !keys.is_empty() {
+        if last.succeeded.is_some() && !keys.is_empty() {
             return Ok(keys.len());
         }
-        *last = Some(Instant::now());
-        self.fetch_unlocked().await
+        let fetched = self.fetch_unlocked().await;
+        last.record(&fetched);
+        fetched
     }
 
     async fn fetch_unlocked(&self) -> Result<usize, String> {
@@ -284,7 +290,7 @@ impl Jwks {
             .header(http::header::ACCEPT, "application/json")
             .body(Empty::new())
             .map_err(|e| e.to_string())?;
-        let response = tokio::time::timeout(FETCH_TIMEOUT, self.client.request(request))
+        let response = tokio::time::timeout(FETCH_TIMEOUT, self.client.send(request))
             .await
             .map_err(|_| format!("{url} did not answer within {FETCH_TIMEOUT:?}"))?
             .map_err(|e| format!("{url}: {e}"))?;

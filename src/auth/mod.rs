@@ -9,6 +9,7 @@
 
 mod bearer;
 mod caller;
+mod fetch;
 mod introspection;
 mod jwks;
 mod jwt;
@@ -21,7 +22,7 @@ mod warming;
 pub use bearer::{Authenticator, Challenge, Refusal};
 pub(crate) use caller::ANONYMOUS as ANONYMOUS_OWNER;
 pub use caller::Caller;
-pub(crate) use jwks::{HttpsClient, issuer_client};
+pub(crate) use fetch::IssuerClient;
 pub use jwt::TokenError;
 pub(crate) use jwt::{Jwk, parse as parse_jws, verified_claims};
 pub use principal::Principal;

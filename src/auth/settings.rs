@@ -11,7 +11,7 @@
 //! | `MCP_AUTH_METHOD_SCOPES` | none | the same per JSON-RPC method, e.g. `resources/read=files:read` |
 //! | `MCP_AUTH_DISCOVER_REQUIRES_TOKEN` | `false` | whether `server/discover` needs a token |
 //! | `MCP_AUTH_LEEWAY_SECS` | `60` | clock skew allowed on `exp`/`nbf` |
-//! | `MCP_AUTH_JWKS_MIN_REFRESH_SECS` | `60` | at most one JWKS refetch per interval on an unknown `kid` |
+//! | `MCP_AUTH_JWKS_MIN_REFRESH_SECS` | `60` | at most one JWKS refetch per interval on an unknown `kid` (counted from the last fetch that succeeded; after a failed one, the next waits 1 s) |
 //! | `MCP_AUTH_MAX_TOKEN_BYTES` | `8192` | longer bearer tokens are refused unread |
 //! | `MCP_AUTH_CLIENT_IDS` | any client | `client[,client…]`: a token whose `client_id` (or `azp`) is not listed is refused |
 //! | `MCP_AUTH_INTROSPECTION_CLIENT_ID` | unset = opaque tokens refused | this server's client at the issuer, for RFC 7662 introspection of tokens that are not JWTs |

@@ -18,7 +18,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use super::settings::UpstreamSettings;
-use crate::auth::{HttpsClient, Jwk, issuer_client, parse_jws, verified_claims};
+use crate::auth::{IssuerClient, Jwk, parse_jws, verified_claims};
 
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
@@ -63,7 +63,9 @@ pub(crate) struct Upstream {
     settings: UpstreamSettings,
     /// Where the provider sends the browser back: `<issuer>/oauth/callback`.
     callback: String,
-    client: HttpsClient<Full<Bytes>>,
+    /// Sends a request once more on a new connection when a pooled one was lost before any
+    /// answer (a connection the network forgot while the function was frozen).
+    client: IssuerClient<Full<Bytes>>,
     discovery: RwLock<Option<(Discovery, Instant)>>,
     keys: RwLock<Vec<Jwk>>,
 }
@@ -86,7 +88,7 @@ impl Upstream {
         Self {
             settings,
             callback,
-            client: issuer_client(extra_roots),
+            client: IssuerClient::new(extra_roots),
             discovery: RwLock::new(None),
             keys: RwLock::new(Vec::new()),
         }
@@ -309,7 +311,7 @@ impl Upstream {
         url: &str,
     ) -> Result<(http::StatusCode, Value), UpstreamError> {
         let unavailable = |why: String| UpstreamError::Unavailable(format!("{url}: {why}"));
-        let response = tokio::time::timeout(FETCH_TIMEOUT, self.client.request(request))
+        let response = tokio::time::timeout(FETCH_TIMEOUT, self.client.send(request))
             .await
             .map_err(|_| unavailable(format!("no answer within {FETCH_TIMEOUT:?}")))?
             .map_err(|e| unavailable(e.to_string()))?;

@@ -237,6 +237,21 @@ impl Server {
         (status, headers, json)
     }
 
+    /// Sends one MCP request and returns its status and body as they came, unread: for a
+    /// refusal, whose body is no JSON-RPC response.
+    pub async fn status_of(&self, method: &str, params: Value) -> (http::StatusCode, String) {
+        let mut params = params;
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": VERSION,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        let request = self.request(json!(7), method, None, params);
+        let response = self.client.request(request).await.expect("request failed");
+        let status = response.status();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id()

@@ -12,6 +12,8 @@
 //! - [`counting_proxy`]: a proxy in front of DynamoDB that records each request's operation;
 //! - [`fault_proxy`]: an HTTP proxy in front of DynamoDB that throttles, fails, resets, loses
 //!   answers, delays or goes down, per request, by rules a test sets, and logs what it did;
+//! - [`nat`]: a TCP relay that forgets its flows as a NAT gateway forgets idle ones (the next
+//!   packet a client sends on one is reset);
 //! - [`lambda_runtime`]: a loopback Lambda Runtime API and function processes under it
 //!   (`tests/lambda_runtime.rs`, `benches/servers/lambda_runtime_bench.rs`);
 //! - [`tools`]: the three benchmark tools every Rust server of the benchmarks serves;
@@ -25,6 +27,7 @@ pub mod fault_proxy;
 pub mod fixture;
 pub mod jwt;
 pub mod lambda_runtime;
+pub mod nat;
 pub mod proc;
 pub mod sse;
 pub mod tools;
