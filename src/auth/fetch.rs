@@ -160,7 +160,7 @@ fn reason(error: &hyper_util::client::legacy::Error) -> String {
 }
 
 /// The web's public roots and `extra` (`MCP_AUTH_CA_FILE`, checked when it was read).
-fn tls_config(extra: &[Vec<u8>]) -> rustls::ClientConfig {
+pub(crate) fn tls_config(extra: &[Vec<u8>]) -> rustls::ClientConfig {
     let mut roots = rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };

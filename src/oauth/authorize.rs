@@ -21,8 +21,9 @@ use http::{Response, StatusCode, header, request::Parts};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AUTHORIZE_PATH, AuthorizationServer, cookie, error_page, html, keys, page, parameters,
-    redirect, register::Client,
+    AUTHORIZE_PATH, AuthorizationServer, cimd, cookie, error_page, html, keys, page, parameters,
+    redirect,
+    register::{Client, ClientError},
 };
 
 const FLOW_TTL: Duration = Duration::from_secs(600);
@@ -157,15 +158,23 @@ pub(crate) async fn authorize(server: &AuthorizationServer, parts: &Parts) -> Re
         );
     };
     let client = match server.client(client_id).await {
-        Ok(Some(client)) => client,
-        Ok(None) => {
+        Ok(client) => client,
+        Err(ClientError::Unknown) => {
             return error_page(
                 StatusCode::BAD_REQUEST,
                 "Unknown application",
                 "This application is not registered here, or its registration expired. Connect it again so that it registers anew.",
             );
         }
-        Err(error) => return store_error_page(&error),
+        Err(ClientError::Document(error)) => {
+            tracing::info!(%error, "a client metadata document was refused");
+            return error_page(
+                StatusCode::BAD_REQUEST,
+                "This application cannot be identified",
+                &error.to_string(),
+            );
+        }
+        Err(ClientError::Store(error)) => return store_error_page(&error),
     };
     let redirect_uri = match params.get("redirect_uri") {
         Some(uri) if redirect::matches(uri, &client.redirect_uris) => uri.clone(),
@@ -288,7 +297,9 @@ pub(crate) async fn authorize(server: &AuthorizationServer, parts: &Parts) -> Re
     let page = page::consent(&page::Consent {
         client_name: client.shown_name(),
         client_id: &client.client_id,
-        verified_domain: None,
+        verified_domain: cimd::is_document_id(&client.client_id)
+            .then(|| redirect::shown_host(&client.client_id))
+            .as_deref(),
         redirect_host: &redirect::shown_host(&record.pending.redirect_uri),
         redirect_local_only: redirect::is_local_only(&record.pending.redirect_uri),
         scopes: &record.pending.scopes,
@@ -567,7 +578,7 @@ pub(crate) async fn callback(server: &AuthorizationServer, parts: &Parts) -> Res
                 CODE_TTL,
             )
             .await?;
-        if let Ok(Some(client)) = server.client(&pending.client_id).await {
+        if let Ok(client) = server.client(&pending.client_id).await {
             keep_client_quietly(server, &client).await;
         }
         Ok::<_, super::store::StoreError>(())

@@ -25,6 +25,7 @@ pub(crate) fn document(server: &AuthorizationServer) -> Value {
         "token_endpoint_auth_methods_supported": ["none"],
         "revocation_endpoint_auth_methods_supported": ["none"],
         "authorization_response_iss_parameter_supported": true,
+        "client_id_metadata_document_supported": true,
         "scopes_supported": server.scopes,
     })
 }

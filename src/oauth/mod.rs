@@ -16,7 +16,7 @@
 //! |---|---|
 //! | `GET /.well-known/oauth-authorization-server[<MCP_PATH>]` | RFC 8414 metadata |
 //! | `GET /oauth/jwks` | the public signing keys |
-//! | `POST /oauth/register` | RFC 7591 dynamic registration (public clients) |
+//! | `POST /oauth/register` | RFC 7591 dynamic registration (public clients); a client may instead be identified by its metadata document's URL (`cimd.rs`) |
 //! | `GET /oauth/authorize` | the consent page, or an error page (unknown client or redirect URI), or a redirect with an `error` |
 //! | `POST /oauth/authorize` | the consent's answer: to the upstream, or back to the client with `access_denied` |
 //! | `GET /oauth/callback` | the upstream's answer: back to the client with a code |
@@ -28,6 +28,7 @@
 //! redirect. Codes, refresh tokens and states are kept only as hashes (`store.rs`).
 
 mod authorize;
+mod cimd;
 #[cfg(feature = "dynamodb")]
 mod dynamodb;
 mod keys;
@@ -127,6 +128,8 @@ pub(crate) struct AuthorizationServer {
     keys: SigningKeys,
     store: Arc<dyn OAuthStore>,
     upstream: Upstream,
+    /// Clients whose id is a metadata document's URL.
+    documents: cimd::ClientDocuments,
     /// Cookies get `Secure` and the `__Host-` prefix unless the issuer is plain `http`
     /// (loopback tests and local runs).
     secure_cookies: bool,
@@ -160,6 +163,10 @@ impl AuthorizationServer {
             upstream: Upstream::new(
                 settings.upstream.clone(),
                 format!("{}{CALLBACK_PATH}", settings.issuer),
+                extra_roots,
+            ),
+            documents: cimd::ClientDocuments::new(
+                settings.cimd_allow_private_networks,
                 extra_roots,
             ),
             secure_cookies: settings.issuer.starts_with("https://"),

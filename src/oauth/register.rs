@@ -43,30 +43,44 @@ fn client_key(client_id: &str) -> String {
     format!("client#{client_id}")
 }
 
+/// Why a client id names no usable client.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ClientError {
+    #[error("this application is not registered here, or its registration expired")]
+    Unknown,
+    #[error(transparent)]
+    Document(#[from] super::cimd::DocumentError),
+    #[error(transparent)]
+    Store(#[from] super::store::StoreError),
+}
+
 impl AuthorizationServer {
-    /// The client `client_id` names: configured, or registered and not expired.
-    pub(crate) async fn client(
-        &self,
-        client_id: &str,
-    ) -> Result<Option<Client>, super::store::StoreError> {
+    /// The client `client_id` names: configured, registered and not expired, or a metadata
+    /// document (fetched, or from the cache).
+    pub(crate) async fn client(&self, client_id: &str) -> Result<Client, ClientError> {
         if let Some(configured) = self
             .settings
             .clients
             .iter()
             .find(|c| c.client_id == client_id)
         {
-            return Ok(Some(Client {
+            return Ok(Client {
                 client_id: configured.client_id.clone(),
                 client_name: None,
                 redirect_uris: configured.redirect_uris.clone(),
                 registered: false,
-            }));
+            });
+        }
+        if super::cimd::is_document_id(client_id) {
+            return Ok(self.documents.client(client_id).await?);
         }
         if !client_id.starts_with(REGISTERED_PREFIX) || client_id.len() > 64 {
-            return Ok(None);
+            return Err(ClientError::Unknown);
         }
         let record = self.store.get(client_key(client_id)).await?;
-        Ok(record.and_then(|r| serde_json::from_value(r.value).ok()))
+        record
+            .and_then(|r| serde_json::from_value(r.value).ok())
+            .ok_or(ClientError::Unknown)
     }
 
     /// Keeps a registered client for another idle period: a person just logged in with it.

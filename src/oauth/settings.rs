@@ -12,6 +12,7 @@
 //! | `MCP_OAUTH_ACCESS_TOKEN_SECS` | `900` | an access token's lifetime (the longest a revoked grant's access token keeps working) |
 //! | `MCP_OAUTH_REFRESH_TOKEN_DAYS` | `30` | a grant lives this long after its last refresh |
 //! | `MCP_OAUTH_CLIENT_IDLE_DAYS` | `30` | a dynamically registered client expires when no one has logged in with it for this long |
+//! | `MCP_OAUTH_CIMD_ALLOW_PRIVATE_NETWORKS` | `false` | `true` fetches client metadata documents from private, loopback and reserved addresses too, and `http` ones on loopback: **for tests and private deployments only** (it opens the SSRF fence, and on Lambda the Runtime API on 127.0.0.1) |
 //! | `MCP_OAUTH_MAX_REGISTRATIONS_PER_HOUR` | `1000` | dynamic registrations accepted per hour (each expires unused: this bounds what strangers can store) |
 //!
 //! The issuer is the origin of `MCP_AUTH_AUDIENCE` (`https://mcp.example.com`): its RFC 8414
@@ -48,6 +49,9 @@ pub struct OAuthSettings {
     pub client_idle_ttl: Duration,
     /// Dynamic registrations accepted per hour.
     pub max_registrations_per_hour: u64,
+    /// Client metadata documents may be fetched from private addresses, and over `http` on
+    /// loopback (`MCP_OAUTH_CIMD_ALLOW_PRIVATE_NETWORKS`).
+    pub cimd_allow_private_networks: bool,
     pub(crate) keys: SigningKeys,
 }
 
@@ -225,6 +229,7 @@ impl OAuthSettings {
                 1..=1_000_000,
                 "a whole number between 1 and 1000000, e.g. 1000",
             )?,
+            cimd_allow_private_networks: env.flag("MCP_OAUTH_CIMD_ALLOW_PRIVATE_NETWORKS")?,
             keys,
         }))
     }

@@ -20,7 +20,7 @@ use super::{
     AuthorizationServer,
     authorize::{CodeRecord, Grant, REFRESH_PURPOSE, check_resource, code_key, grant_key},
     keys, oauth_error, parameters, private_json,
-    register::store_unavailable,
+    register::{ClientError, store_unavailable},
 };
 
 /// How long a replaced refresh token still works.
@@ -159,13 +159,9 @@ async fn authorization_code(
         return invalid_grant("the code is not valid");
     }
     match server.client(client_id).await {
-        Ok(Some(_)) => {}
-        Ok(None) => {
-            return invalid_client(
-                "this client is not registered here, or its registration expired",
-            );
-        }
-        Err(error) => return store_unavailable(&error),
+        Ok(_) => {}
+        Err(ClientError::Store(error)) => return store_unavailable(&error),
+        Err(refused) => return invalid_client(&refused.to_string()),
     }
     // Single use: whoever takes it first, right or wrong, ends it (a replayed or stolen code
     // cannot be tried twice).
