@@ -215,7 +215,13 @@ impl Config {
         let pending = config
             .request_state_keys
             .first_pending()
-            .or_else(|| config.auth.as_ref().and_then(AuthSettings::pending_secret));
+            .or_else(|| config.auth.as_ref().and_then(AuthSettings::pending_secret))
+            .or_else(|| {
+                config
+                    .oauth
+                    .as_ref()
+                    .and_then(OAuthSettings::pending_secret)
+            });
         match pending {
             Some(error) => Err(error),
             None => Ok(config),
@@ -282,9 +288,16 @@ impl Config {
         env: &Env<'_>,
         warm: bool,
     ) -> Result<(Self, Option<crate::auth::Warming>), ConfigError> {
-        let fetched =
-            crate::startup::fetch(env, self.auth.take(), self.request_state_keys, warm).await?;
+        let fetched = crate::startup::fetch(
+            env,
+            self.auth.take(),
+            self.oauth.take(),
+            self.request_state_keys,
+            warm,
+        )
+        .await?;
         self.auth = fetched.auth;
+        self.oauth = fetched.oauth;
         self.request_state_keys = fetched.request_state_keys;
         Ok((self, fetched.warming))
     }

@@ -1,5 +1,6 @@
-//! Start-up's fetches, as one step: the values the settings keep in AWS (the introspection
-//! client's secret and the request-state keys, from SSM Parameter Store or Secrets Manager;
+//! Start-up's fetches, as one step: the values the settings keep in AWS (the built-in
+//! authorization server's signing keys and upstream client secret, the introspection client's
+//! secret and the request-state keys, from SSM Parameter Store or Secrets Manager;
 //! feature `aws-secrets`) and the issuer's keys, ordered so that Lambda INIT waits for the
 //! slowest of these chains rather than for their sum.
 //!
@@ -13,12 +14,14 @@
 
 use crate::auth::{AuthSettings, Warming};
 use crate::env::{ConfigError, Env};
+use crate::oauth::OAuthSettings;
 use crate::request_state::RequestStateKeys;
 
 /// The settings with nothing left to fetch, and the issuer's key fetch, if it was started.
 #[derive(Debug)]
 pub(crate) struct Fetched {
     pub(crate) auth: Option<AuthSettings>,
+    pub(crate) oauth: Option<OAuthSettings>,
     pub(crate) request_state_keys: RequestStateKeys,
     pub(crate) warming: Option<Warming>,
 }
@@ -33,13 +36,22 @@ pub(crate) struct Fetched {
 pub(crate) async fn fetch(
     env: &Env<'_>,
     auth: Option<AuthSettings>,
+    oauth: Option<OAuthSettings>,
     request_state_keys: RequestStateKeys,
     warm: bool,
 ) -> Result<Fetched, ConfigError> {
-    let auth = match auth {
+    // The built-in authorization server's keys first: the resource server verifies with them.
+    let oauth = match oauth {
+        Some(oauth) => Some(oauth.fetch_pending(env).await?),
+        None => None,
+    };
+    let mut auth = match auth {
         Some(auth) => Some(auth.fetch_pending_secret(env).await?),
         None => None,
     };
+    if let (Some(auth), Some(oauth)) = (auth.as_mut(), oauth.as_ref()) {
+        auth.issuer_keys = Some(oauth.public_jwks());
+    }
     let warming = auth.as_ref().filter(|_| warm).map(Warming::start);
     if warming.is_some() {
         tokio::task::yield_now().await;
@@ -47,6 +59,7 @@ pub(crate) async fn fetch(
     let request_state_keys = request_state_keys.fetch_pending(env).await?;
     Ok(Fetched {
         auth,
+        oauth,
         request_state_keys,
         warming,
     })

@@ -782,3 +782,82 @@ async fn an_introspection_secret_kept_in_aws_is_fetched_at_start_up_and_sent_to_
     );
     assert!(err.contains("ParameterNotFound"), "{err}");
 }
+
+// ---- The built-in authorization server's secrets in AWS ------------------------------------
+
+/// A P-256 key as `MCP_OAUTH_SIGNING_KEYS` takes it (PKCS#8 DER, base64url), made with
+/// `openssl genpkey … | openssl pkcs8 -topk8 -nocrypt -outform DER`, and its public `x`.
+const SIGNING_KEY: &str = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgZIlC5XDOaYHC1VoRRHm5mqjvab9JXWywou84IAMoMqGhRANCAAQzrieqDhQAxjg6NxbkgbqN3fdbaWBDHDD2YmWt0k0taBOAKY6YT5MMYgGO83QsMV43skS59_y62U-Bl_fkVdZJ";
+const SIGNING_KEY_X: &str = "M64nqg4UAMY4OjcW5IG6jd33W2lgQxww9mJlrdJNLWg";
+
+#[tokio::test]
+async fn the_authorization_servers_keys_and_upstream_secret_are_fetched_from_aws_at_start_up() {
+    let keys_secret = "arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp-oauth-keys-AbCdEf";
+    let client_secret = "arn:aws:ssm:us-east-1:123456789012:parameter/mcp/facade-secret";
+    let not_keys = "arn:aws:ssm:us-east-1:123456789012:parameter/mcp/not-keys";
+    let aws = FakeAws::start(
+        HashMap::from([
+            // SSM takes a parameter's ARN as its name.
+            (client_secret.to_owned(), "the-facade-secret".to_owned()),
+            (not_keys.to_owned(), "hunter2".to_owned()),
+        ]),
+        HashMap::from([(
+            (keys_secret.to_owned(), "AWSCURRENT".to_owned()),
+            SIGNING_KEY.to_owned(),
+        )]),
+    )
+    .await;
+    let server = Path::new(CONFORMANCE);
+    let base = [
+        ("AWS_ENDPOINT_URL_SSM", aws.url.as_str()),
+        ("AWS_ENDPOINT_URL_SECRETS_MANAGER", aws.url.as_str()),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "local"),
+        ("AWS_SECRET_ACCESS_KEY", "local"),
+        // Never asked at start-up: nothing of the upstream is on the INIT path.
+        (
+            "MCP_OAUTH_UPSTREAM_ISSUER",
+            "http://127.0.0.1:9/unreachable",
+        ),
+        ("MCP_OAUTH_UPSTREAM_CLIENT_ID", "mcp-facade"),
+        ("MCP_AUTH_AUDIENCE", "http://127.0.0.1/mcp"),
+    ];
+    let mut env = base.to_vec();
+    env.push(("MCP_OAUTH_SIGNING_KEYS", keys_secret));
+    env.push(("MCP_OAUTH_UPSTREAM_CLIENT_SECRET", client_secret));
+    let proc = Proc::start(server, &env).await.expect("the server starts");
+    let request = http::Request::get(format!("http://{}/oauth/jwks", proc.addr))
+        .header("host", "127.0.0.1")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let response = proc.client.request(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let jwks: Value =
+        serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    assert_eq!(
+        jwks["keys"][0]["x"], SIGNING_KEY_X,
+        "the tokens are signed with the key kept in Secrets Manager: {jwks}"
+    );
+    let mut calls = aws.calls();
+    calls.sort();
+    assert_eq!(
+        calls,
+        [
+            format!("GetParameter {client_secret}"),
+            "GetSecretValue AWSCURRENT".to_owned()
+        ],
+        "one signed call each, at start-up"
+    );
+    drop(proc);
+
+    // A secret that holds no key stops start-up naming the variable, never echoing the value.
+    let mut env = base.to_vec();
+    env.push(("MCP_OAUTH_SIGNING_KEYS", not_keys));
+    env.push(("MCP_OAUTH_UPSTREAM_CLIENT_SECRET", client_secret));
+    let err = Proc::start(server, &env)
+        .await
+        .err()
+        .expect("start-up fails");
+    assert!(err.contains("MCP_OAUTH_SIGNING_KEYS"), "{err}");
+    assert!(!err.contains("hunter2"), "{err}");
+}

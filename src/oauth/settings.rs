@@ -4,10 +4,10 @@
 //! |---|---|---|
 //! | `MCP_OAUTH_UPSTREAM_ISSUER` | unset = the built-in authorization server is off | the OpenID Connect provider people log in with (Cognito, Entra ID, Google, Auth0, Okta, Keycloak…), found by its discovery document |
 //! | `MCP_OAUTH_UPSTREAM_CLIENT_ID` | required with the issuer | this server's client at the upstream (a confidential web client whose redirect URI is `<origin>/oauth/callback`) |
-//! | `MCP_OAUTH_UPSTREAM_CLIENT_SECRET` | required with the issuer | its secret (`client_secret_basic`, or `client_secret_post` when that is all the upstream offers) |
+//! | `MCP_OAUTH_UPSTREAM_CLIENT_SECRET` | required with the issuer | its secret (`client_secret_basic`, or `client_secret_post` when that is all the upstream offers), or the ARN of a Secrets Manager secret or SSM parameter holding it (read once at start-up by [`Config::load`](crate::Config::load); feature `aws-secrets`) |
 //! | `MCP_OAUTH_UPSTREAM_SCOPES` | `openid` | the scopes asked of the upstream (`openid` is always asked) |
 //! | `MCP_AUTH_AUDIENCE` | required | this server's canonical URL, e.g. `https://mcp.example.com/mcp`: the `resource` every client must name, and (its origin) this authorization server's issuer |
-//! | `MCP_OAUTH_SIGNING_KEYS` | a key made per process, **locally only** | ES256 private keys, PKCS#8 DER in base64url, comma-separated: the first signs, every one verifies (rotation: add the new key first, drop the old one once its tokens have expired). On Lambda it is required |
+//! | `MCP_OAUTH_SIGNING_KEYS` | a key made per process, **locally only** | ES256 private keys, PKCS#8 DER in base64url, comma-separated: the first signs, every one verifies (rotation: add the new key first, drop the old one once its tokens have expired); or the ARN of a Secrets Manager secret or SSM parameter holding them, read at start-up as the client secret is. On Lambda it is required |
 //! | `MCP_OAUTH_CLIENTS` | none | pre-registered public clients, for clients where a user types a client id: `id=redirect-uri[ redirect-uri…];…` |
 //! | `MCP_OAUTH_ACCESS_TOKEN_SECS` | `900` | an access token's lifetime (the longest a revoked grant's access token keeps working) |
 //! | `MCP_OAUTH_REFRESH_TOKEN_DAYS` | `30` | a grant lives this long after its last refresh |
@@ -53,6 +53,23 @@ pub struct OAuthSettings {
     /// loopback (`MCP_OAUTH_CIMD_ALLOW_PRIVATE_NETWORKS`).
     pub cimd_allow_private_networks: bool,
     pub(crate) keys: SigningKeys,
+    /// Values still to fetch from AWS (`Config::load` fetches them).
+    pub(crate) pending: Vec<Pending>,
+}
+
+/// A value kept in AWS: which variable, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Pending {
+    pub(crate) variable: &'static str,
+    pub(crate) arn: String,
+}
+
+/// An ARN of a Secrets Manager secret or an SSM parameter.
+fn aws_place(value: &str) -> Option<String> {
+    let value = value.trim();
+    (value.starts_with("arn:aws")
+        && (value.contains(":secretsmanager:") || value.contains(":ssm:")))
+    .then(|| value.to_string())
 }
 
 impl fmt::Debug for OAuthSettings {
@@ -139,6 +156,7 @@ impl OAuthSettings {
             "MCP_OAUTH_UPSTREAM_CLIENT_ID",
             "this server's client id at the identity provider",
         )?;
+        let mut pending = Vec::new();
         let client_secret = env
             .get("MCP_OAUTH_UPSTREAM_CLIENT_SECRET")
             .ok_or_else(|| {
@@ -169,11 +187,26 @@ impl OAuthSettings {
                 }
             }
         }
+        if let Some(arn) = aws_place(&client_secret) {
+            pending.push(Pending {
+                variable: "MCP_OAUTH_UPSTREAM_CLIENT_SECRET",
+                arn,
+            });
+        }
         let keys = match env.get("MCP_OAUTH_SIGNING_KEYS") {
+            Some(value) if aws_place(&value).is_some() => {
+                pending.push(Pending {
+                    variable: "MCP_OAUTH_SIGNING_KEYS",
+                    arn: value.trim().to_string(),
+                });
+                // Replaced when the keys are fetched; never used before (a configuration with
+                // a pending value is refused until then).
+                SigningKeys::per_process()
+            }
             Some(value) => SigningKeys::parse(&value).map_err(|why| {
                 ConfigError::redacted(
                     "MCP_OAUTH_SIGNING_KEYS",
-                    format!("{why}; expected ES256 private keys as base64url PKCS#8 DER, comma-separated (e.g. from `openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -outform DER | basenc --base64url -w0`)"),
+                    format!("{why}; expected ES256 private keys as base64url PKCS#8 DER, comma-separated (e.g. from `openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 | openssl pkcs8 -topk8 -nocrypt -outform DER | basenc --base64url -w0`)"),
                 )
             })?,
             None if env.mode() == Mode::Lambda => {
@@ -231,7 +264,66 @@ impl OAuthSettings {
             )?,
             cimd_allow_private_networks: env.flag("MCP_OAUTH_CIMD_ALLOW_PRIVATE_NETWORKS")?,
             keys,
+            pending,
         }))
+    }
+
+    /// The first value still to fetch from AWS, as the error a configuration read without
+    /// [`Config::load`](crate::Config::load) gives.
+    pub(crate) fn pending_secret(&self) -> Option<ConfigError> {
+        self.pending.first().map(|p| {
+            ConfigError::new(
+                p.variable,
+                p.arn.clone(),
+                "names a secret kept in AWS, fetched at start-up: start with `App::load().await` (or read it with `Config::load().await`) instead of `Config::from_env()`",
+            )
+        })
+    }
+
+    /// The settings with the values kept in AWS fetched (one signed call each, at once), the
+    /// keys parsed as if they had been inline.
+    pub(crate) async fn fetch_pending(self, env: &Env<'_>) -> Result<Self, ConfigError> {
+        if self.pending.is_empty() {
+            return Ok(self);
+        }
+        #[cfg(feature = "aws-secrets")]
+        {
+            use crate::aws::secrets::{SecretIn, read_text};
+            let mut this = self;
+            let timeouts = crate::aws::AwsTimeouts::from_env(env)?;
+            let pending = std::mem::take(&mut this.pending);
+            let texts = futures::future::join_all(pending.iter().map(|p| {
+                let place = if p.arn.contains(":secretsmanager:") {
+                    SecretIn::SecretsManager(&p.arn)
+                } else {
+                    SecretIn::Ssm(&p.arn)
+                };
+                read_text(place, &timeouts)
+            }))
+            .await;
+            for (p, text) in pending.iter().zip(texts) {
+                let text =
+                    text.map_err(|reason| ConfigError::new(p.variable, p.arn.clone(), reason))?;
+                match p.variable {
+                    "MCP_OAUTH_SIGNING_KEYS" => {
+                        this.keys = SigningKeys::parse(&text).map_err(|why| {
+                            ConfigError::new(
+                                p.variable,
+                                p.arn.clone(),
+                                format!("the secret's value is not usable: {why}; it must hold ES256 private keys as base64url PKCS#8 DER, comma-separated"),
+                            )
+                        })?;
+                    }
+                    _ => this.upstream.client_secret = text.trim().to_string(),
+                }
+            }
+            Ok(this)
+        }
+        #[cfg(not(feature = "aws-secrets"))]
+        {
+            let _ = env;
+            Err(self.pending_secret().expect("something is pending"))
+        }
     }
 
     /// The public keys the resource server verifies this issuer's tokens with, as a JWKS.
@@ -388,6 +480,29 @@ mod tests {
         let error = read(&vars).unwrap_err();
         assert_eq!(error.variable, "MCP_OAUTH_SIGNING_KEYS");
         assert!(!error.to_string().contains("not-a-key"));
+    }
+
+    #[test]
+    fn secrets_kept_in_aws_are_pending_until_fetched() {
+        let mut vars: Vec<_> = ON
+            .iter()
+            .copied()
+            .filter(|(k, _)| *k != "MCP_OAUTH_UPSTREAM_CLIENT_SECRET")
+            .collect();
+        vars.push((
+            "MCP_OAUTH_UPSTREAM_CLIENT_SECRET",
+            "arn:aws:secretsmanager:us-east-1:123456789012:secret:facade-AbCdEf",
+        ));
+        vars.push((
+            "MCP_OAUTH_SIGNING_KEYS",
+            "arn:aws:ssm:us-east-1:123456789012:parameter/mcp/signing-keys",
+        ));
+        let settings = read(&vars).unwrap().unwrap();
+        assert_eq!(settings.pending.len(), 2);
+        assert_eq!(
+            settings.pending_secret().unwrap().variable,
+            "MCP_OAUTH_UPSTREAM_CLIENT_SECRET"
+        );
     }
 
     #[test]
