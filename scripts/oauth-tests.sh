@@ -83,7 +83,7 @@ versions=$(cd "$dir" && "$node" -p '["@modelcontextprotocol/client", "oidc-provi
 [[ "$versions" == "2.4.0 9.13.3 22.23.5" ]] \
   || abort setup "expected client 2.4.0, oidc-provider 9.13.3, node 22.23.5; found: $versions"
 # The scripts run from the install folder, so that their imports resolve there.
-cp "$pins/provider.mjs" "$pins/ts_oauth_client.mjs" "$dir/"
+cp "$pins/provider.mjs" "$pins/ts_oauth_client.mjs" "$pins/ts_builtin_client.mjs" "$dir/"
 
 # (2) The Python client and pytest (scripts/tools.sh's venv, shared with the other suites).
 # shellcheck source=tools.sh
