@@ -16,7 +16,11 @@
 #     of a second oidc-provider with registration off (one static client, `mcp-facade`), the
 #     Python client by DCR through the consent page and the upstream login to a tool call, the
 #     same handles from two clients, no upstream call on warm requests, refresh rotation and
-#     reuse, revocation, and the attacks, each refused without a redirect;
+#     reuse, revocation, and the attacks, each refused without a redirect; Client ID Metadata
+#     Documents served over https on loopback (test_builtin_cimd.py); and the TypeScript client
+#     (tests/oauth/ts_builtin_client.mjs, run by test_builtin_ts.py) by DCR and by CIMD, from
+#     the first 401 through the consent page and the upstream login to a tool call, a refresh,
+#     no warnings;
 #   - RFC 7662 introspection of opaque tokens through a counting proxy in front of the AS
 #     (test_oauth_introspection.py): one request per token per window, refusals, revocation
 #     after the window, 503 + Retry-After when the AS cannot be asked, JWTs still local,
