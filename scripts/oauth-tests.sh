@@ -16,7 +16,11 @@
 #     of a second oidc-provider with registration off (one static client, `mcp-facade`), the
 #     Python client by DCR through the consent page and the upstream login to a tool call, the
 #     same handles from two clients, no upstream call on warm requests, refresh rotation and
-#     reuse, revocation, and the attacks, each refused without a redirect;
+#     reuse, revocation, and the attacks, each refused without a redirect; Client ID Metadata
+#     Documents served over https on loopback (test_builtin_cimd.py); and the TypeScript client
+#     (tests/oauth/ts_builtin_client.mjs, run by test_builtin_ts.py) by DCR and by CIMD, from
+#     the first 401 through the consent page and the upstream login to a tool call, a refresh,
+#     no warnings;
 #   - RFC 7662 introspection of opaque tokens through a counting proxy in front of the AS
 #     (test_oauth_introspection.py): one request per token per window, refusals, revocation
 #     after the window, 503 + Retry-After when the AS cannot be asked, JWTs still local,
@@ -83,7 +87,7 @@ versions=$(cd "$dir" && "$node" -p '["@modelcontextprotocol/client", "oidc-provi
 [[ "$versions" == "2.4.0 9.13.3 22.23.5" ]] \
   || abort setup "expected client 2.4.0, oidc-provider 9.13.3, node 22.23.5; found: $versions"
 # The scripts run from the install folder, so that their imports resolve there.
-cp "$pins/provider.mjs" "$pins/ts_oauth_client.mjs" "$dir/"
+cp "$pins/provider.mjs" "$pins/ts_oauth_client.mjs" "$pins/ts_builtin_client.mjs" "$dir/"
 
 # (2) The Python client and pytest (scripts/tools.sh's venv, shared with the other suites).
 # shellcheck source=tools.sh
