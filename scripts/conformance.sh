@@ -11,6 +11,9 @@
 #      scored scenario on its own (no tasks on Lambda without a table)
 #                                                                 -> every scored scenario passes
 #
+# The suite's `authorization` command, against the built-in authorization server, is
+# scripts/conformance-auth.sh.
+#
 # Usage: scripts/conformance.sh            (from anywhere; needs cargo, npm, bash)
 #        CONFORMANCE_BINARY=path/to/server scripts/conformance.sh   (skip the build)
 #
