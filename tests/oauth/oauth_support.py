@@ -107,6 +107,41 @@ def basket(**env_overrides):
         log.close()
 
 
+@contextlib.contextmanager
+def upstream():
+    """oidc-provider with registration off (its static clients only, among them `mcp-facade`,
+    the built-in authorization server's client there), on a free port, as the identity
+    providers behind the built-in authorization server behave: yields its issuer. Its log is
+    $OAUTH_LOGS/upstream.out."""
+    port = free_port()
+    issuer = f"http://127.0.0.1:{port}"
+    logs = Path(os.environ.get("OAUTH_LOGS", "/tmp"))
+    logs.mkdir(parents=True, exist_ok=True)
+    out = open(logs / "upstream.out", "wb")
+    proc = subprocess.Popen(
+        [os.environ["OAUTH_NODE"], "provider.mjs", str(port)],
+        cwd=os.environ["OAUTH_NODE_DIR"],
+        env={"PATH": os.environ["PATH"], "HOME": str(logs), "OAUTH_NO_REGISTRATION": "1"},
+        stdout=out, stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx2.get(f"{issuer}/.well-known/openid-configuration", timeout=1).status_code == 200:
+                    break
+            except httpx2.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError((logs / "upstream.out").read_text()[-2000:])
+            time.sleep(0.1)
+        yield issuer
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        out.close()
+
+
 # --- The user agent -------------------------------------------------------------------
 
 _FORM = re.compile(r"<form[^>]*action=\"([^\"]+)\"[^>]*>(.*?)</form>", re.S)
@@ -115,16 +150,22 @@ _BUTTON = re.compile(r"<button([^>]*)>")
 _ATTR = re.compile(r"(\w+)=\"([^\"]*)\"")
 
 
-def sign_in(authorization_url: str, login: str = "alice", redirect_uri: str = REDIRECT_URI) -> dict[str, str]:
+def sign_in(authorization_url: str, login: str = "alice", redirect_uri: str = REDIRECT_URI,
+            deliver: bool = False) -> dict[str, str]:
     """Follows an authorization URL as a browser would: the AS's login form (any login is the
     subject), its consent form, redirects; returns the query the AS redirected back with
-    (`code`, `state`, `iss`, or `error`). Cookies are kept, as a browser keeps them."""
+    (`code`, `state`, `iss`, or `error`). Cookies are kept, as a browser keeps them. With
+    `deliver`, the browser also loads that last redirect, as sent, for a client listening at
+    `redirect_uri` (which must answer 200)."""
     with httpx2.Client(follow_redirects=False, timeout=10) as browser:
         response = browser.get(authorization_url)
         for _ in range(20):
             if response.status_code in (301, 302, 303, 307, 308):
                 location = urljoin(str(response.url), response.headers["location"])
                 if location.startswith(redirect_uri):
+                    if deliver:
+                        delivered = browser.get(location)
+                        assert delivered.status_code == 200, (delivered.status_code, delivered.text[:500])
                     return {k: v[0] for k, v in parse_qs(urlparse(location).query).items()}
                 response = browser.get(location)
                 continue

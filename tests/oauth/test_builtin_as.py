@@ -11,12 +11,8 @@ confidential client for the façade, as Cognito, Entra and Google behave):
 """
 
 import contextlib
-import os
 import re
 import secrets
-import subprocess
-import time
-from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urljoin, urlparse
 
 import anyio
@@ -32,32 +28,8 @@ REDIRECT = s.REDIRECT_URI
 @pytest.fixture(scope="module")
 def upstream():
     """oidc-provider with registration off, on a free port: yields its issuer."""
-    port = s.free_port()
-    issuer = f"http://127.0.0.1:{port}"
-    logs = Path(os.environ.get("OAUTH_LOGS", "/tmp"))
-    out = open(logs / "upstream.out", "wb")
-    proc = subprocess.Popen(
-        [os.environ["OAUTH_NODE"], "provider.mjs", str(port)],
-        cwd=os.environ["OAUTH_NODE_DIR"],
-        env={"PATH": os.environ["PATH"], "HOME": str(logs), "OAUTH_NO_REGISTRATION": "1"},
-        stdout=out, stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx2.get(f"{issuer}/.well-known/openid-configuration", timeout=1).status_code == 200:
-                    break
-            except httpx2.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError((logs / "upstream.out").read_text()[-2000:])
-            time.sleep(0.1)
+    with s.upstream() as issuer:
         yield issuer
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        out.close()
 
 
 def upstream_requests(issuer: str) -> int:
