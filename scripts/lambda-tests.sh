@@ -97,6 +97,9 @@ headers = res["DocumentsCachePolicy"]["Properties"]["CachePolicyConfig"]["Parame
 assert headers.get("HeaderBehavior") == "whitelist" and "Origin" in headers.get("Headers", []), \
     f"the documents' cache policy must key on (and so forward) Origin, or their CORS headers are lost: {headers}"
 behaviours = res["McpDistribution"]["Properties"]["DistributionConfig"]["CacheBehaviors"]
+# A behaviour present only under a condition (the built-in authorization server's) is checked as
+# it deploys when present.
+behaviours = [b["Fn::If"][1] if "Fn::If" in b else b for b in behaviours]
 for b in behaviours:
     assert b.get("CachePolicyId") == {"Ref": "DocumentsCachePolicy"} or "OriginRequestPolicyId" in b, \
         f"{b['PathPattern']}: neither the Origin-keyed cache policy nor an origin request policy"
@@ -138,7 +141,8 @@ assert function_max_ms <= streamed <= 900000, f"streamed integration timeout {st
 assert 50 <= buffered <= 29000, f"buffered integration timeout {buffered} ms is outside the default quota (50 ms to 29 s)"
 rule = template["Rules"]["RestApiAuthNeedsCloudFront"]
 assert rule["RuleCondition"] == {"Fn::And": [{"Fn::Equals": [{"Ref": "EntryPoint"}, "ApiGatewayRest"]}, {"Fn::Or": [
-    {"Fn::Not": [{"Fn::Equals": [{"Ref": "AuthIssuer"}, ""]}]}, {"Fn::Equals": [{"Ref": "CreateCognitoUserPool"}, "true"]}]}]}, rule["RuleCondition"]
+    {"Fn::Not": [{"Fn::Equals": [{"Ref": "AuthIssuer"}, ""]}]}, {"Fn::Equals": [{"Ref": "CreateCognitoUserPool"}, "true"]},
+    {"Fn::Not": [{"Fn::Equals": [{"Ref": "BuiltInAuthorizationServer"}, "none"]}]}]}]}, rule["RuleCondition"]
 assert rule["Assertions"][0]["Assert"] == {"Fn::Equals": [{"Ref": "CloudFront"}, "true"]}
 origin = res["McpDistribution"]["Properties"]["DistributionConfig"]["Origins"][0]
 assert origin["OriginPath"] == {"Fn::If": ["UseRestApi", "/prod", {"Ref": "AWS::NoValue"}]}, "behind CloudFront the host root must map into stage prod"
@@ -344,7 +348,8 @@ PY
 # scope the app client may ask for, and every scope the metadata document advertises, is
 # <AuthAudience>/<name> (what the function takes as a token's binding to this server); the
 # client is public, code grant only; the pool is kept on deletion and has no self sign-up; the
-# audience must be written as the function compares it.
+# audience must be written as the function compares it. The pool and its domain also serve the
+# built-in authorization server (template-oauth), the rest of it only CreateCognitoUserPool.
 check template-cognito "$MCP_WORK/venv-sam/bin/python" - <<'PY'
 import json, os, re
 from cfnlint.decode import decode
@@ -357,9 +362,16 @@ NV = {"Ref": "AWS::NoValue"}
 POOL = {"McpUserPool": "AWS::Cognito::UserPool", "McpUserPoolResourceServer": "AWS::Cognito::UserPoolResourceServer",
         "McpUserPoolClient": "AWS::Cognito::UserPoolClient", "McpUserPoolDomain": "AWS::Cognito::UserPoolDomain",
         "McpManagedLoginBranding": "AWS::Cognito::ManagedLoginBranding"}
-assert {k: v["Type"] for k, v in res.items() if v["Type"].startswith("AWS::Cognito::")} == POOL
+# The pool's app client and style for the built-in authorization server: template-oauth.
+UPSTREAM = {"McpOAuthUpstreamClient": "AWS::Cognito::UserPoolClient", "McpOAuthUpstreamLoginBranding": "AWS::Cognito::ManagedLoginBranding"}
+assert {k: v["Type"] for k, v in res.items() if v["Type"].startswith("AWS::Cognito::")} == {**POOL, **UPSTREAM}
+SHARED = ("McpUserPool", "McpUserPoolDomain")
 for name in POOL:
-    assert res[name].get("Condition") == "CreateCognito", f"{name} must exist only with CreateCognitoUserPool=true"
+    if name in SHARED:
+        assert res[name].get("Condition") == "CognitoPool", f"{name} must exist only with CreateCognitoUserPool=true or BuiltInAuthorizationServer=cognito"
+    else:
+        assert res[name].get("Condition") == "CreateCognito", f"{name} must exist only with CreateCognitoUserPool=true"
+assert conds["CognitoPool"] == {"Fn::Or": [{"Condition": "CreateCognito"}, {"Condition": "OAuthUpstreamCognito"}]}, conds["CognitoPool"]
 assert params["CreateCognitoUserPool"]["Default"] == "false" and sorted(params["CreateCognitoUserPool"]["AllowedValues"]) == ["false", "true"]
 PSEUDO = {"AWS::Region": "us-east-1", "AWS::StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/s/51af3dc0-da77-11e4-872e-1234567db123",
           "AWS::StackName": "s", "AWS::Partition": "aws", "AWS::AccountId": "123456789012"}
@@ -419,7 +431,8 @@ e = env(on)
 assert e["MCP_AUTH_ISSUER"] == "https://cognito-idp.us-east-1.amazonaws.com/<McpUserPool>", e["MCP_AUTH_ISSUER"]
 assert e["MCP_AUTH_CLIENT_IDS"] == "<McpUserPoolClient>" and e["MCP_AUTH_AUDIENCE"] == AUD, e
 raw = res["McpFunction"]["Properties"]["Environment"]["Variables"]
-assert raw["MCP_AUTH_ISSUER"] == {"Fn::If": ["CreateCognito", {"Fn::Sub": "https://cognito-idp.${AWS::Region}.amazonaws.com/${McpUserPool}"}, {"Ref": "AuthIssuer"}]}
+assert raw["MCP_AUTH_ISSUER"] == {"Fn::If": ["OAuthServerOn", NV,
+    {"Fn::If": ["CreateCognito", {"Fn::Sub": "https://cognito-idp.${AWS::Region}.amazonaws.com/${McpUserPool}"}, {"Ref": "AuthIssuer"}]}]}, raw["MCP_AUTH_ISSUER"]
 assert raw["MCP_AUTH_CLIENT_IDS"] == {"Fn::If": ["CreateCognito", {"Ref": "McpUserPoolClient"}, NV]}
 # Scopes: the resource server's names, the client's allowed scopes and the advertised ones agree.
 for given, names in (("read,write", ["read", "write"]), ("mcp", ["mcp"]), ("a,b:c,d.e,f*", ["a", "b:c", "d.e", "f*"])):
@@ -449,8 +462,9 @@ assert resolver({**on, "CognitoDomainPrefix": "my-mcp"})[0](res["McpUserPoolDoma
 branding = val(res["McpManagedLoginBranding"]["Properties"])
 assert branding["ClientId"] == "<McpUserPoolClient>" and branding["UseCognitoProvidedValues"] is True
 outputs = template["Outputs"]
-for name in ("CognitoUserPoolId", "CognitoIssuer", "CognitoClientId", "CognitoDomain"):
-    assert outputs[name].get("Condition") == "CreateCognito", name
+for name in ("CognitoUserPoolId", "CognitoIssuer", "CognitoDomain"):
+    assert outputs[name].get("Condition") == "CognitoPool", name
+assert outputs["CognitoClientId"].get("Condition") == "CreateCognito", "the public client MCP clients are given exists only with CreateCognitoUserPool"
 assert val(outputs["CognitoDomain"]["Value"]) == "https://mcp-51af3dc0-da77-11e4-872e-1234567db123.auth.us-east-1.amazoncognito.com"
 assert val(outputs["CognitoIssuer"]["Value"]) == e["MCP_AUTH_ISSUER"]
 # The audience, written as the function compares it (and as Cognito names the scopes).
@@ -459,9 +473,9 @@ for good in ("", AUD, "https://abc.lambda-url.us-east-1.on.aws/mcp", "https://mc
     assert re.fullmatch(audience, good), good
 for bad in ("https://mcp.example.com/mcp/", "https://MCP.example.com/mcp", "http://mcp.example.com/mcp", "https://mcp.example.com/mcp#x", "https://mcp.example.com/mcp?x=1", "mcp.example.com/mcp"):
     assert not re.fullmatch(audience, bad), bad
-# The function calls no Cognito API: its role gains nothing.
+# The function calls no Cognito API: its role has no Cognito action.
 statements = res["McpRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
-assert "cognito" not in json.dumps(statements).lower()
+assert "cognito-idp:" not in json.dumps(statements).lower()
 # SAM accepts the template with the pool's resources in it.
 sam_input = json.loads(json.dumps(template, default=str))
 sam_input["Resources"]["McpFunction"]["Properties"]["CodeUri"] = "s3://bucket/key"
@@ -470,6 +484,208 @@ class NoPolicies:
 out = transform(sam_input, {}, NoPolicies())["Resources"]
 assert all(out[n]["Type"] == t for n, t in POOL.items())
 print("Cognito pool: nothing when off; issuer, app client and <AuthAudience>/<scope> names when on; public code-grant client; pool retained, admin-created users; canonical audience")
+PY
+# The built-in authorization server (BuiltInAuthorizationServer), resolved as CloudFormation would
+# for each choice. none (the default): not one variable, resource, permission or cache behaviour
+# of it, and MCP_AUTH_ISSUER as before. cognito: the pool (the same retained resource as
+# CreateCognitoUserPool's), a confidential app client whose one redirect URI is the callback at
+# AuthAudience's origin, its secret copied into a Secrets Manager secret whose ARN (never the
+# value) the function gets, no resource server or public client. external: the provider, client
+# and secret ARN given. Either way MCP_AUTH_ISSUER is unset (the function refuses it beside
+# MCP_OAUTH_UPSTREAM_ISSUER), the role may DeleteItem only the server's o# items and read only
+# its secrets, and behind CloudFront its paths reach the function uncached, with cookies, query
+# strings and every header but Host, ahead of the cached documents. The Rules refuse each
+# setting it cannot start without. What the code reads and does is what the template grants: every
+# MCP_ variable it sets is one the crate knows (src/config.rs), every item operation the
+# server's store sends (src/oauth/dynamodb.rs) is allowed, and its key prefix is the condition's.
+check template-oauth "$MCP_WORK/venv-sam/bin/python" - <<'PY'
+import fnmatch, json, os, re
+from cfnlint.decode import decode
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+from samtranslator.translator.transform import transform
+template, errors = decode("template.yaml")
+assert not errors, errors
+params, conds, res, rules = template["Parameters"], template["Conditions"], template["Resources"], template["Rules"]
+NV = {"Ref": "AWS::NoValue"}
+PSEUDO = {"AWS::Region": "us-east-1", "AWS::StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/s/51af3dc0-da77-11e4-872e-1234567db123",
+          "AWS::StackName": "s", "AWS::Partition": "aws", "AWS::AccountId": "123456789012"}
+defaults = {k: str(v.get("Default", "")) for k, v in params.items()}
+def resolver(given):
+    p = {**defaults, "RequestStateKey": "k" * 44, **given}
+    def cond(name):
+        return val(conds[name])
+    def val(node):
+        if isinstance(node, list):
+            out = [val(x) for x in node]
+            return [x for x in out if x is not NV]
+        if not isinstance(node, dict):
+            return node
+        if len(node) != 1 or not (next(iter(node)) in ("Ref", "Condition") or next(iter(node)).startswith("Fn::")):
+            out = {k: val(v) for k, v in node.items()}
+            return {k: v for k, v in out.items() if v is not NV}
+        (fn, arg), = node.items()
+        if fn == "Ref":
+            if arg == "AWS::NoValue": return NV
+            if arg in PSEUDO: return PSEUDO[arg]
+            return p[arg] if arg in p else f"<{arg}>"
+        if fn == "Condition": return cond(arg)
+        if fn == "Fn::Equals": return str(val(arg[0])) == str(val(arg[1]))
+        if fn == "Fn::Not": return not val(arg[0])
+        if fn == "Fn::And": return all(val(a) for a in arg)
+        if fn == "Fn::Or": return any(val(a) for a in arg)
+        if fn == "Fn::Contains": return str(val(arg[1])) in [str(val(x)) for x in arg[0]]
+        if fn == "Fn::If": return val(arg[1]) if cond(arg[0]) else val(arg[2])
+        if fn == "Fn::Join": return arg[0].join(str(x) for x in val(arg[1]))
+        if fn == "Fn::Split": return val(arg[1]).split(arg[0])
+        if fn == "Fn::Select": return val(arg[1])[int(val(arg[0]))]
+        if fn == "Fn::Sub":
+            text, names = (arg, {}) if isinstance(arg, str) else (arg[0], {k: val(v) for k, v in arg[1].items()})
+            return re.sub(r"\$\{([^}]+)\}", lambda m: str(names.get(m.group(1), PSEUDO.get(m.group(1), p.get(m.group(1), f"<{m.group(1)}>")))), text)
+        if fn == "Fn::GetAtt": return f"<{arg[0]}.{arg[1]}>"
+        raise AssertionError(f"unexpected function {fn}")
+    def exists(name):
+        c = res[name].get("Condition")
+        return c is None or cond(c)
+    def refused():
+        return sorted(n for n, r in rules.items() if val(r.get("RuleCondition", True)) and not all(val(a["Assert"]) for a in r["Assertions"]))
+    return val, cond, exists, refused
+def stack(given):
+    val, cond, exists, refused = resolver(given)
+    env = val(res["McpFunction"]["Properties"]["Environment"]["Variables"])
+    statements = val(res["McpRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"])
+    made = {n for n in res if exists(n)}
+    behaviours = val(res["McpDistribution"]["Properties"]["DistributionConfig"]["CacheBehaviors"]) if exists("McpDistribution") else []
+    outputs = {n: val(o["Value"]) for n, o in template["Outputs"].items() if "Condition" in o and cond(o["Condition"])}
+    return dict(env=env, statements={s["Sid"]: s for s in statements}, made=made, behaviours=behaviours, outputs=outputs, refused=refused(), val=val)
+AUD = "https://mcp.example.com/mcp"
+KEYS = "arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp-signing-keys-AbCdEf"
+SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp-upstream-AbCdEf"
+OAUTH_VARS = {"MCP_OAUTH_UPSTREAM_ISSUER", "MCP_OAUTH_UPSTREAM_CLIENT_ID", "MCP_OAUTH_UPSTREAM_CLIENT_SECRET", "MCP_OAUTH_SIGNING_KEYS"}
+OAUTH_RESOURCES = {"McpOAuthUpstreamClient", "McpOAuthUpstreamClientSecret", "McpOAuthUpstreamLoginBranding"}
+OAUTH_SIDS = {"AuthorizationServerItems", "AuthorizationServerSecrets"}
+CACHING_DISABLED, ALL_VIEWER_EXCEPT_HOST = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad", "b689b0a8-53d0-40ab-baf2-68738e2966ac"
+assert params["BuiltInAuthorizationServer"]["Default"] == "none" and sorted(params["BuiltInAuthorizationServer"]["AllowedValues"]) == ["cognito", "external", "none"]
+
+# none, the default: nothing of it, whatever else is on.
+for given in ({}, {"AuthIssuer": "https://issuer.example", "AuthAudience": AUD, "CloudFront": "true", "OriginSecret": "s" * 32},
+              {"CreateCognitoUserPool": "true", "AuthAudience": AUD, "CognitoCallbackUrls": "https://client.example/cb"}):
+    s = stack(given)
+    assert s["refused"] == [], s["refused"]
+    assert not OAUTH_VARS & set(s["env"]), set(s["env"]) & OAUTH_VARS
+    assert not OAUTH_RESOURCES & s["made"] and not OAUTH_SIDS & set(s["statements"])
+    assert not [b for b in s["behaviours"] if "oauth" in b["PathPattern"]], s["behaviours"]
+    assert "OAuthIssuer" not in s["outputs"] and "OAuthCallbackUrl" not in s["outputs"]
+assert stack({"AuthIssuer": "https://issuer.example", "AuthAudience": AUD})["env"]["MCP_AUTH_ISSUER"] == "https://issuer.example"
+
+# cognito: the pool as the provider, through a confidential client whose secret only Secrets Manager holds.
+cognito = dict(BuiltInAuthorizationServer="cognito", AuthAudience=AUD, OAuthSigningKeysSecretArn=KEYS)
+s = stack(cognito)
+assert s["refused"] == [], s["refused"]
+assert {"McpUserPool", "McpUserPoolDomain", *OAUTH_RESOURCES} <= s["made"], s["made"]
+assert not {"McpUserPoolClient", "McpUserPoolResourceServer", "McpManagedLoginBranding"} & s["made"], "no public client or resource server: the pool issues nothing to MCP clients"
+e = s["env"]
+assert "MCP_AUTH_ISSUER" not in e and "MCP_AUTH_CLIENT_IDS" not in e, e
+assert e["MCP_AUTH_AUDIENCE"] == AUD and e["MCP_HANDLES_TABLE"] == "<HandlesTable>"
+assert e["MCP_OAUTH_UPSTREAM_ISSUER"] == "https://cognito-idp.us-east-1.amazonaws.com/<McpUserPool>", e
+assert e["MCP_OAUTH_UPSTREAM_CLIENT_ID"] == "<McpOAuthUpstreamClient>"
+assert e["MCP_OAUTH_UPSTREAM_CLIENT_SECRET"] == "<McpOAuthUpstreamClientSecret>", "the secret's ARN (its Ref), never the value"
+assert e["MCP_OAUTH_SIGNING_KEYS"] == KEYS
+client = s["val"](res["McpOAuthUpstreamClient"]["Properties"])
+assert client == {"UserPoolId": "<McpUserPool>", "ClientName": "s-authorization-server", "GenerateSecret": True,
+                  "AllowedOAuthFlowsUserPoolClient": True, "AllowedOAuthFlows": ["code"], "AllowedOAuthScopes": ["openid"],
+                  "CallbackURLs": ["https://mcp.example.com/oauth/callback"], "SupportedIdentityProviders": ["COGNITO"],
+                  "PreventUserExistenceErrors": "ENABLED", "EnableTokenRevocation": True}, client
+secret = res["McpOAuthUpstreamClientSecret"]
+assert secret["Type"] == "AWS::SecretsManager::Secret" and secret["Properties"]["SecretString"] == {"Fn::GetAtt": ["McpOAuthUpstreamClient", "ClientSecret"]}
+assert s["val"](res["McpOAuthUpstreamLoginBranding"]["Properties"])["ClientId"] == "<McpOAuthUpstreamClient>"
+assert s["outputs"]["OAuthCallbackUrl"] == "https://mcp.example.com/oauth/callback" and s["outputs"]["OAuthIssuer"] == "https://mcp.example.com"
+assert "CognitoClientId" not in s["outputs"] and s["outputs"]["CognitoIssuer"] == e["MCP_OAUTH_UPSTREAM_ISSUER"]
+assert "ClientSecret" not in json.dumps(template["Outputs"]), "the client secret is never an output"
+for port_and_path in ("https://mcp.example.com:8443/mcp", "https://mcp.example.com/a/b/mcp"):
+    callback = stack({**cognito, "AuthAudience": port_and_path})["val"](res["McpOAuthUpstreamClient"]["Properties"])["CallbackURLs"]
+    assert callback == [port_and_path.split("/")[0] + "//" + port_and_path.split("/")[2] + "/oauth/callback"], callback
+items, secrets = s["statements"]["AuthorizationServerItems"], s["statements"]["AuthorizationServerSecrets"]
+assert secrets["Action"] == "secretsmanager:GetSecretValue" and secrets["Resource"] == [KEYS, "<McpOAuthUpstreamClientSecret>"], secrets
+
+# external: any provider, by parameters.
+external = dict(BuiltInAuthorizationServer="external", AuthAudience=AUD, OAuthSigningKeysSecretArn=KEYS,
+                OAuthUpstreamIssuer="https://login.microsoftonline.com/tenant/v2.0", OAuthUpstreamClientId="facade", OAuthUpstreamClientSecretArn=SECRET)
+x = stack(external)
+assert x["refused"] == [], x["refused"]
+assert not {"McpUserPool", "McpUserPoolDomain", *OAUTH_RESOURCES} & x["made"], "no Cognito resource for another provider"
+assert "MCP_AUTH_ISSUER" not in x["env"]
+assert {k: x["env"][k] for k in OAUTH_VARS} == {"MCP_OAUTH_UPSTREAM_ISSUER": "https://login.microsoftonline.com/tenant/v2.0",
+    "MCP_OAUTH_UPSTREAM_CLIENT_ID": "facade", "MCP_OAUTH_UPSTREAM_CLIENT_SECRET": SECRET, "MCP_OAUTH_SIGNING_KEYS": KEYS}, x["env"]
+assert x["statements"]["AuthorizationServerSecrets"]["Resource"] == [KEYS, SECRET]
+assert x["statements"]["AuthorizationServerItems"] == items
+
+# The table: the server's store sends only item operations the role allows, DeleteItem on its own items only.
+assert items == {"Sid": "AuthorizationServerItems", "Effect": "Allow", "Action": "dynamodb:DeleteItem", "Resource": "<HandlesTable.Arn>",
+                 "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["o#*"]}}}, items
+store = open("src/oauth/dynamodb.rs").read()
+prefix = re.search(r'format!\("(\w+#)\{name\}"\)', store).group(1)
+assert items["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"] == [prefix + "*"], prefix
+sent = {"dynamodb:" + "".join(w.capitalize() for w in op.split("_")) for op in re.findall(r"\.((?:get|put|update|delete)_item)\(", store)}
+handles = s["statements"]["HandlesItems"]["Action"]
+assert sent == {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, sent
+assert sent <= set(handles) | {items["Action"]}, (sent, handles)
+assert "dynamodb:DeleteItem" not in handles, "handles and tasks delete by a conditional UpdateItem (a tombstone): DeleteItem only for o# items"
+
+# Every MCP_ variable the template sets, in every mode, is one the crate reads.
+known = set(re.findall(r'"(MCP_[A-Z0-9_]+)"', open("src/config.rs").read().split("const KNOWN_VARIABLES")[1].split("];")[0]))
+raw_env = res["McpFunction"]["Properties"]["Environment"]["Variables"]
+assert set(raw_env) <= known, set(raw_env) - known
+
+# CloudFront: the server's paths first, uncached, everything but Host forwarded; the documents after.
+for given in (cognito, external):
+    for entry, streaming, extra in (("FunctionUrl", "true", {}), ("ApiGatewayRest", "true", {}), ("HttpApi", "false", {})):
+        b = stack({**given, "EntryPoint": entry, "Streaming": streaming, "CloudFront": "true", "OriginSecret": "s" * 32})
+        assert b["refused"] == [], (entry, b["refused"])
+        patterns = [x["PathPattern"] for x in b["behaviours"]]
+        assert patterns[:2] == ["/.well-known/oauth-authorization-server*", "/oauth/*"] and "/.well-known/*" in patterns[2:], patterns
+        for x in b["behaviours"][:2]:
+            assert x["CachePolicyId"] == CACHING_DISABLED and x["OriginRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST, x
+            assert sorted(x["AllowedMethods"]) == sorted(["GET", "HEAD", "OPTIONS", "PUT", "PATCH", "POST", "DELETE"]) and x["ViewerProtocolPolicy"] == "https-only"
+            assert x["TargetOriginId"] == "mcp-origin"
+        def behaviour(path):  # the first pattern that matches, as CloudFront picks (* matches any characters, / too)
+            return next((x["PathPattern"] for x in b["behaviours"] if fnmatch.fnmatchcase(path, x["PathPattern"])), "default")
+        for path in ("/.well-known/oauth-authorization-server", "/.well-known/oauth-authorization-server/mcp"):
+            assert behaviour(path) == "/.well-known/oauth-authorization-server*", path
+        for path in ("/oauth/authorize", "/oauth/callback", "/oauth/token", "/oauth/register", "/oauth/revoke", "/oauth/jwks"):
+            assert behaviour(path) == "/oauth/*", path
+        assert behaviour("/.well-known/oauth-protected-resource/mcp") == "/.well-known/*" and behaviour("/mcp") == "default"
+default = res["McpDistribution"]["Properties"]["DistributionConfig"]["DefaultCacheBehavior"]
+assert (default["CachePolicyId"], default["OriginRequestPolicyId"]) == (CACHING_DISABLED, ALL_VIEWER_EXCEPT_HOST), "the same pair as /mcp's"
+# The paths the template routes are the ones the server answers (src/oauth/mod.rs).
+server = open("src/oauth/mod.rs").read()
+for path in re.findall(r'_PATH: &str = "(/[^"]+)"', server):
+    assert fnmatch.fnmatchcase(path, "/oauth/*"), path
+assert '"/.well-known/oauth-authorization-server"' in server
+
+# The Rules: each setting it cannot start without, and the pool as issuer or AuthIssuer beside it.
+for given in (cognito, external):
+    assert stack({**given, "AuthAudience": ""})["refused"] == ["BuiltInAuthorizationServerNeedsItsSettings"]
+    assert stack({**given, "OAuthSigningKeysSecretArn": ""})["refused"] == ["BuiltInAuthorizationServerNeedsItsSettings"]
+    assert stack({**given, "AuthIssuer": "https://issuer.example"})["refused"] == ["BuiltInAuthorizationServerNeedsItsSettings"]
+    assert stack({**given, "CreateCognitoUserPool": "true", "CognitoCallbackUrls": "https://client.example/cb"})["refused"] == ["BuiltInAuthorizationServerNeedsItsSettings"]
+    assert stack({**given, "EntryPoint": "ApiGatewayRest"})["refused"] == ["RestApiAuthNeedsCloudFront"]
+    assert stack({**given, "EntryPoint": "HttpApi", "Streaming": "false"})["refused"] == []
+for missing in ("OAuthUpstreamIssuer", "OAuthUpstreamClientId", "OAuthUpstreamClientSecretArn"):
+    assert stack({**external, missing: ""})["refused"] == ["ExternalProviderNeedsItsSettings"], missing
+assert stack({"BuiltInAuthorizationServer": "none", "OAuthUpstreamIssuer": "https://x.example"})["refused"] == []
+for name in ("OAuthSigningKeysSecretArn", "OAuthUpstreamClientSecretArn"):
+    pattern = params[name]["AllowedPattern"]
+    assert re.fullmatch(pattern, "") and re.fullmatch(pattern, KEYS) and not re.fullmatch(pattern, "mcp-signing-keys") and not re.fullmatch(pattern, "arn:aws:ssm:us-east-1:123456789012:parameter/x"), name
+assert re.fullmatch(params["OAuthUpstreamIssuer"]["AllowedPattern"], "https://accounts.google.com") and not re.fullmatch(params["OAuthUpstreamIssuer"]["AllowedPattern"], "http://idp.example")
+
+# SAM accepts the template with all of it in.
+sam_input = json.loads(json.dumps(template, default=str))
+sam_input["Resources"]["McpFunction"]["Properties"]["CodeUri"] = "s3://bucket/key"
+class NoPolicies:
+    def load(self): return {}
+out = transform(sam_input, {}, NoPolicies())["Resources"]
+assert OAUTH_RESOURCES <= set(out)
+print("built-in authorization server: nothing when none; cognito: a confidential client on the pool, its secret's ARN to the function; external: the given provider; MCP_AUTH_ISSUER unset; DeleteItem on o# items and GetSecretValue on its secrets only; behind CloudFront uncached, cookies and query strings through, ahead of the documents; each missing setting refused")
 PY
 # The default deploy is plain SAM: no AWS::LanguageExtensions, no capacity provider, nothing of
 # Managed Instances. template-managed-instances.yaml (generated) is the same stack on Lambda

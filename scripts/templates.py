@@ -91,8 +91,9 @@ MANAGED_INSTANCES = [
     Description: >
       1 to 16 subnet IDs the instances run in, comma-separated. Give them a route (NAT gateway
       or VPC endpoints) to every service the function calls: DynamoDB, Lambda Invoke (task
-      rounds), Secrets Manager or SSM (the request-state key), and with auth on the issuer's
-      metadata and JWKS URLs on the internet (NAT).
+      rounds), Secrets Manager or SSM (the request-state key, the built-in authorization
+      server's secrets), and with auth on the issuer's metadata and JWKS URLs (or the built-in
+      authorization server's identity provider) on the internet (NAT).
   ManagedInstancesSecurityGroupIds:
     Type: String
     AllowedPattern: "^sg-[0-9a-z]+(,sg-[0-9a-z]+){0,4}$"
