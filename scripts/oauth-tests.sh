@@ -82,11 +82,14 @@ if [[ -z "$bin" ]]; then
   echo "oauth: building the basket (debug)"
   # --workspace and an example: the features `cargo test --workspace --all-targets` resolves (the
   # dev-dependencies' unified in), so this reuses its build instead of rebuilding tokio and all above it.
-  (cd "$root" && cargo build --locked --workspace --bin basket --example hello) >"$dir/build.log" 2>&1 \
+  (cd "$root" && cargo build --locked --workspace --bin basket --example hello --example upstream_profile) >"$dir/build.log" 2>&1 \
     || { tail -n 30 "$dir/build.log"; abort setup "cargo build --bin basket failed"; }
   bin="$CARGO_TARGET_DIR/debug/basket"
 fi
 [[ -x "$bin" ]] || abort setup "no basket binary at $bin"
+# The example whose tool calls the identity provider as the person (test_builtin_upstream.py).
+profile_bin=${PROFILE_BIN:-$(dirname "$bin")/examples/upstream_profile}
+[[ -x "$profile_bin" ]] || abort setup "no upstream_profile example at $profile_bin"
 
 # (4) The AS on a free loopback port. A clean environment but PATH: nothing of the caller's
 # (NODE_OPTIONS, proxies) reaches it.
@@ -112,7 +115,7 @@ echo "oauth: AS at $issuer"
 # (5) The tests. Counted from pytest's JUnit report: every test is in it, skipped ones too.
 # -p no:cacheprovider: nothing written into the checkout.
 (cd "$root/tests/oauth" && env OAUTH_ISSUER="$issuer" OAUTH_NODE="$node" OAUTH_NODE_DIR="$dir" \
-  OAUTH_LOGS="$scratch/logs" BASKET_BIN="$bin" \
+  OAUTH_LOGS="$scratch/logs" BASKET_BIN="$bin" PROFILE_BIN="$profile_bin" \
   "$MCP_PYTHON" -m pytest -q -p no:cacheprovider -rfEs --junitxml="$scratch/junit.xml" . "$@")
 rc=$?
 counts=$("$MCP_PYTHON" - "$scratch/junit.xml" <<'EOF'

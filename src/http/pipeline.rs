@@ -353,6 +353,13 @@ impl<H: ServerHandler> McpService<H> {
             }
             None => None,
         };
+        // The provider's tokens for tools, when the built-in authorization server keeps them.
+        if let Some(oauth) = &front.oauth
+            && principal.is_some()
+            && let Some(access) = oauth::upstream_access(oauth, &parts.headers)
+        {
+            parts.extensions.insert(access);
+        }
         let caller = Caller::from(principal);
         // *listen filter*: what a listen may watch, before rmcp acknowledges it (-32602,
         // -32021, 503).

@@ -67,6 +67,9 @@ pub(crate) struct Grant {
     pub(crate) scopes: Vec<String>,
     /// The hash of the refresh secret in force.
     pub(crate) current: String,
+    /// Where the provider's tokens are kept (`MCP_OAUTH_UPSTREAM_TOKENS`).
+    #[serde(default)]
+    pub(crate) upstream: Option<String>,
     /// The one it replaced, honoured until `previous_until_ms` (an answer lost on the way).
     pub(crate) previous: Option<String>,
     pub(crate) previous_until_ms: u64,
@@ -83,6 +86,9 @@ pub(crate) struct CodeRecord {
     pub(crate) scopes: Vec<String>,
     /// The grant's first refresh secret, sealed under a key derived from the code.
     pub(crate) refresh_sealed: String,
+    /// Where the provider's tokens are kept.
+    #[serde(default)]
+    pub(crate) upstream: Option<String>,
 }
 
 pub(crate) fn grant_key(grant_id: &str) -> String {
@@ -542,6 +548,14 @@ pub(crate) async fn callback(server: &AuthorizationServer, parts: &Parts) -> Res
             );
         }
     };
+    let upstream = if server.settings.keep_upstream_tokens {
+        match server.keep_upstream_tokens(&identity.tokens).await {
+            Ok(reference) => Some(reference),
+            Err(error) => return store_error_page(&error),
+        }
+    } else {
+        None
+    };
     let grant_id = keys::random_token(18);
     let refresh_secret = keys::random_token(32);
     let code = keys::random_token(32);
@@ -550,6 +564,7 @@ pub(crate) async fn callback(server: &AuthorizationServer, parts: &Parts) -> Res
         subject: identity.subject.clone(),
         scopes: pending.scopes.clone(),
         current: keys::hash(&refresh_secret),
+        upstream: upstream.clone(),
         previous: None,
         previous_until_ms: 0,
     };
@@ -561,6 +576,7 @@ pub(crate) async fn callback(server: &AuthorizationServer, parts: &Parts) -> Res
         subject: identity.subject,
         scopes: pending.scopes.clone(),
         refresh_sealed: keys::seal(&code, REFRESH_PURPOSE, refresh_secret.as_bytes()),
+        upstream,
     };
     let store = &server.store;
     let written = async {

@@ -17,6 +17,8 @@ struct SigningKey {
     kid: String,
     pair: EcdsaKeyPair,
     public: Value,
+    /// The private key, base64url: what secrets sealed by this server are derived from.
+    secret: String,
 }
 
 /// The configured keys: the first signs, all verify.
@@ -81,6 +83,12 @@ impl SigningKeys {
         json!({ "keys": self.keys.iter().map(|k| k.public.clone()).collect::<Vec<_>>() })
     }
 
+    /// The secrets values this server keeps sealed are sealed under: the first seals, every
+    /// one opens (a key rotation leaves what the old key sealed readable while it is listed).
+    pub(crate) fn sealing_secrets(&self) -> impl Iterator<Item = &str> {
+        self.keys.iter().map(|k| k.secret.as_str())
+    }
+
     /// A compact JWS of `claims` with header `typ` (`at+jwt`), signed by the first key.
     pub(crate) fn sign(&self, typ: &str, claims: &Value) -> String {
         let key = &self.keys[0];
@@ -121,7 +129,12 @@ impl SigningKey {
             "kty": "EC", "crv": "P-256", "x": x, "y": y,
             "use": "sig", "alg": "ES256", "kid": kid,
         });
-        Ok(Self { kid, pair, public })
+        Ok(Self {
+            kid,
+            pair,
+            public,
+            secret: URL_SAFE_NO_PAD.encode(der),
+        })
     }
 }
 

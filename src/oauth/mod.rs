@@ -40,6 +40,7 @@ mod settings;
 mod store;
 mod token;
 mod upstream;
+mod upstream_token;
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -49,6 +50,7 @@ use serde_json::{Value, json};
 
 pub use settings::{OAuthSettings, PreRegisteredClient, UpstreamSettings};
 pub(crate) use store::{MemoryOAuthStore, OAuthStore};
+pub use upstream_token::{UpstreamToken, UpstreamTokenError};
 
 use self::{keys::SigningKeys, upstream::Upstream};
 
@@ -81,6 +83,26 @@ pub(crate) async fn open_store(
             "this build has no DynamoDB store: enable the `dynamodb` feature of mcp-lambda, or leave the table unset to keep the authorization server's state in memory",
         ))
     }
+}
+
+/// What a request authenticated by one of this server's access tokens carries for
+/// [`UpstreamToken`]: `None` unless the provider's tokens are kept and the token names them.
+pub(crate) fn upstream_access(
+    server: &Arc<AuthorizationServer>,
+    headers: &http::HeaderMap,
+) -> Option<upstream_token::UpstreamAccess> {
+    if !server.settings.keep_upstream_tokens {
+        return None;
+    }
+    let bearer = headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .get(7..)?;
+    Some(upstream_token::UpstreamAccess {
+        server: server.clone(),
+        reference: upstream_token::reference_in(bearer)?,
+    })
 }
 
 /// The largest request body an endpoint reads (a registration, a form).

@@ -12,6 +12,7 @@
 //! | `MCP_OAUTH_ACCESS_TOKEN_SECS` | `900` | an access token's lifetime (the longest a revoked grant's access token keeps working) |
 //! | `MCP_OAUTH_REFRESH_TOKEN_DAYS` | `30` | a grant lives this long after its last refresh |
 //! | `MCP_OAUTH_CLIENT_IDLE_DAYS` | `30` | a dynamically registered client expires when no one has logged in with it for this long |
+//! | `MCP_OAUTH_UPSTREAM_TOKENS` | `false` | `true` keeps the provider's tokens with each grant, sealed (AES-256-GCM under a key derived from the signing key: the table alone reveals nothing), refreshed when expired, for tools that call the provider's API as the person ([`UpstreamToken`](crate::oauth::UpstreamToken)); never sent to the MCP client, never logged. Off, none are stored |
 //! | `MCP_OAUTH_CIMD_ALLOW_PRIVATE_NETWORKS` | `false` | `true` fetches client metadata documents from private, loopback and reserved addresses too, and `http` ones on loopback: **for tests and private deployments only** (it opens the SSRF fence, and on Lambda the Runtime API on 127.0.0.1) |
 //! | `MCP_OAUTH_MAX_REGISTRATIONS_PER_HOUR` | `1000` | dynamic registrations accepted per hour (each expires unused: this bounds what strangers can store) |
 //!
@@ -52,6 +53,8 @@ pub struct OAuthSettings {
     /// Client metadata documents may be fetched from private addresses, and over `http` on
     /// loopback (`MCP_OAUTH_CIMD_ALLOW_PRIVATE_NETWORKS`).
     pub cimd_allow_private_networks: bool,
+    /// The provider's tokens are kept for tools (`MCP_OAUTH_UPSTREAM_TOKENS`).
+    pub keep_upstream_tokens: bool,
     pub(crate) keys: SigningKeys,
     /// Values still to fetch from AWS (`Config::load` fetches them).
     pub(crate) pending: Vec<Pending>,
@@ -263,6 +266,7 @@ impl OAuthSettings {
                 "a whole number between 1 and 1000000, e.g. 1000",
             )?,
             cimd_allow_private_networks: env.flag("MCP_OAUTH_CIMD_ALLOW_PRIVATE_NETWORKS")?,
+            keep_upstream_tokens: env.flag("MCP_OAUTH_UPSTREAM_TOKENS")?,
             keys,
             pending,
         }))

@@ -78,10 +78,11 @@ fn access_token(
     client_id: &str,
     subject: &str,
     scopes: &[String],
+    upstream: Option<&str>,
 ) -> Value {
     let now = crate::env::now_ms() / 1000;
     let ttl = server.settings.access_token_ttl.as_secs();
-    let claims = json!({
+    let mut claims = json!({
         "iss": server.issuer,
         "sub": subject,
         "aud": server.resource,
@@ -92,6 +93,9 @@ fn access_token(
         "exp": now + ttl,
         "jti": keys::random_token(16),
     });
+    if let Some(reference) = upstream {
+        claims[super::upstream_token::CLAIM] = json!(reference);
+    }
     json!({
         "access_token": server.keys.sign("at+jwt", &claims),
         "token_type": "Bearer",
@@ -189,7 +193,13 @@ async fn authorization_code(
     else {
         return invalid_grant("the code is not valid");
     };
-    let mut answer = access_token(server, client_id, &record.subject, &record.scopes);
+    let mut answer = access_token(
+        server,
+        client_id,
+        &record.subject,
+        &record.scopes,
+        record.upstream.as_deref(),
+    );
     answer["refresh_token"] = json!(format!("{}.{secret}", record.grant_id));
     private_json(StatusCode::OK, &answer)
 }
@@ -239,7 +249,7 @@ async fn refresh(
                 client_id,
                 "a rotated refresh token was used again: its grant is revoked"
             );
-            if let Err(error) = server.store.delete(grant_key(grant_id)).await {
+            if let Err(error) = end_grant(server, grant_id, &grant).await {
                 return store_unavailable(&error);
             }
             return invalid_grant(
@@ -274,7 +284,13 @@ async fn refresh(
             .await;
         match replaced {
             Ok(true) => {
-                let mut answer = access_token(server, client_id, &grant.subject, &scopes);
+                let mut answer = access_token(
+                    server,
+                    client_id,
+                    &grant.subject,
+                    &scopes,
+                    grant.upstream.as_deref(),
+                );
                 answer["refresh_token"] = json!(format!("{grant_id}.{secret}"));
                 return private_json(StatusCode::OK, &answer);
             }
@@ -340,10 +356,26 @@ pub(crate) async fn revoke(
             .as_ref()
             .is_some_and(|p| keys::same(&presented, p));
     if owns && client_id.as_deref().is_none_or(|id| id == grant.client_id) {
-        if let Err(error) = server.store.delete(grant_key(grant_id)).await {
+        if let Err(error) = end_grant(server, grant_id, &grant).await {
             return store_unavailable(&error);
         }
         tracing::info!(client_id = %grant.client_id, "grant revoked");
     }
     ok()
+}
+
+/// Ends a grant: its record, and the provider's tokens kept with it.
+async fn end_grant(
+    server: &AuthorizationServer,
+    grant_id: &str,
+    grant: &Grant,
+) -> Result<(), super::store::StoreError> {
+    server.store.delete(grant_key(grant_id)).await?;
+    if let Some(reference) = &grant.upstream {
+        server
+            .store
+            .delete(super::upstream_token::record_key(reference))
+            .await?;
+    }
+    Ok(())
 }

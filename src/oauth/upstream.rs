@@ -56,6 +56,49 @@ struct Discovery {
 pub(crate) struct Identity {
     /// The ID token's `sub`.
     pub(crate) subject: String,
+    /// The provider's tokens, for tools that call its API as the person.
+    pub(crate) tokens: TokenSet,
+}
+
+/// The provider's tokens for one person. `Debug` shows none of them.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct TokenSet {
+    pub(crate) access_token: String,
+    pub(crate) refresh_token: Option<String>,
+    /// When the access token expires (epoch milliseconds); `None` = the provider did not say.
+    pub(crate) expires_at_ms: Option<u64>,
+}
+
+impl std::fmt::Debug for TokenSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenSet")
+            .field(
+                "refresh_token",
+                &self.refresh_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("expires_at_ms", &self.expires_at_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TokenSet {
+    /// The token answer's `access_token`, `refresh_token` and `expires_in`.
+    fn from_answer(answer: &Value, previous_refresh: Option<&str>) -> Option<Self> {
+        let access_token = answer.get("access_token")?.as_str()?.to_string();
+        Some(Self {
+            access_token,
+            // A provider that does not rotate its refresh tokens answers none: keep the one used.
+            refresh_token: answer
+                .get("refresh_token")
+                .and_then(Value::as_str)
+                .or(previous_refresh)
+                .map(str::to_string),
+            expires_at_ms: answer
+                .get("expires_in")
+                .and_then(Value::as_u64)
+                .map(|secs| crate::env::now_ms() + secs * 1000),
+        })
+    }
 }
 
 /// The upstream provider's client.
@@ -136,7 +179,7 @@ impl Upstream {
     ) -> Result<Identity, UpstreamError> {
         let discovery = self.discovery().await?;
         // The serializer is not `Send`: it lives in this block, before any await.
-        let mut form = {
+        let form = {
             let mut form = form_urlencoded::Serializer::new(String::new());
             form.append_pair("grant_type", "authorization_code")
                 .append_pair("code", code)
@@ -144,32 +187,7 @@ impl Upstream {
                 .append_pair("code_verifier", verifier);
             form.finish()
         };
-        let mut request = Request::post(&discovery.token_endpoint)
-            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-            .header(header::ACCEPT, "application/json");
-        if discovery.basic_auth {
-            // RFC 6749 §2.3.1: each part form-encoded before the Basic encoding.
-            let encode =
-                |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-            let credentials = format!(
-                "{}:{}",
-                encode(&self.settings.client_id),
-                encode(&self.settings.client_secret)
-            );
-            request = request.header(
-                header::AUTHORIZATION,
-                format!("Basic {}", STANDARD.encode(credentials)),
-            );
-        } else {
-            let secret = form_urlencoded::Serializer::new(String::new())
-                .append_pair("client_id", &self.settings.client_id)
-                .append_pair("client_secret", &self.settings.client_secret)
-                .finish();
-            form = format!("{form}&{secret}");
-        }
-        let request = request
-            .body(Full::new(Bytes::from(form)))
-            .map_err(|e| UpstreamError::Unavailable(e.to_string()))?;
+        let request = self.token_request(&discovery, form)?;
         let (status, answer) = self.send(request, &discovery.token_endpoint).await?;
         if !status.is_success() {
             let error = answer
@@ -181,6 +199,8 @@ impl Upstream {
                 error.chars().take(100).collect::<String>()
             )));
         }
+        let tokens = TokenSet::from_answer(&answer, None)
+            .ok_or_else(|| UpstreamError::Refused("the token answer has no access_token".into()))?;
         let id_token = answer
             .get("id_token")
             .and_then(Value::as_str)
@@ -220,7 +240,62 @@ impl Upstream {
             .ok_or_else(|| UpstreamError::IdToken("no usable sub".into()))?;
         Ok(Identity {
             subject: subject.to_string(),
+            tokens,
         })
+    }
+
+    /// New tokens for `refresh_token` (the provider's `refresh_token` grant).
+    pub(crate) async fn refresh(&self, refresh_token: &str) -> Result<TokenSet, UpstreamError> {
+        let discovery = self.discovery().await?;
+        let form = {
+            let mut form = form_urlencoded::Serializer::new(String::new());
+            form.append_pair("grant_type", "refresh_token")
+                .append_pair("refresh_token", refresh_token);
+            form.finish()
+        };
+        let request = self.token_request(&discovery, form)?;
+        let (status, answer) = self.send(request, &discovery.token_endpoint).await?;
+        if !status.is_success() {
+            return Err(UpstreamError::Refused(format!(
+                "its token endpoint answered {status} to a refresh"
+            )));
+        }
+        TokenSet::from_answer(&answer, Some(refresh_token))
+            .ok_or_else(|| UpstreamError::Refused("the refresh answer has no access_token".into()))
+    }
+
+    /// A POST of `form` to the token endpoint, authenticated as this server's client.
+    fn token_request(
+        &self,
+        discovery: &Discovery,
+        mut form: String,
+    ) -> Result<Request<Full<Bytes>>, UpstreamError> {
+        let mut request = Request::post(&discovery.token_endpoint)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(header::ACCEPT, "application/json");
+        if discovery.basic_auth {
+            // RFC 6749 §2.3.1: each part form-encoded before the Basic encoding.
+            let encode =
+                |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+            let credentials = format!(
+                "{}:{}",
+                encode(&self.settings.client_id),
+                encode(&self.settings.client_secret)
+            );
+            request = request.header(
+                header::AUTHORIZATION,
+                format!("Basic {}", STANDARD.encode(credentials)),
+            );
+        } else {
+            let secret = form_urlencoded::Serializer::new(String::new())
+                .append_pair("client_id", &self.settings.client_id)
+                .append_pair("client_secret", &self.settings.client_secret)
+                .finish();
+            form = format!("{form}&{secret}");
+        }
+        request
+            .body(Full::new(Bytes::from(form)))
+            .map_err(|e| UpstreamError::Unavailable(e.to_string()))
     }
 
     async fn verify_id_token(

@@ -62,10 +62,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def basket(**env_overrides):
-    """Runs the basket with auth on against the AS and `env_overrides`, with a clean
-    environment, on a free port; its audience is the URL it serves (RFC 8707: the `resource`
-    the clients will ask for). Yields that URL; the server log is in $OAUTH_LOGS."""
+def basket(binary: str | None = None, **env_overrides):
+    """Runs the basket (or `binary`, another server) with auth on against the AS and
+    `env_overrides`, with a clean environment, on a free port; its audience is the URL it
+    serves (RFC 8707: the `resource` the clients will ask for). Yields that URL; the server log
+    is in $OAUTH_LOGS."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     env = {
@@ -85,7 +86,7 @@ def basket(**env_overrides):
     logs = Path(os.environ.get("OAUTH_LOGS", "/tmp"))
     logs.mkdir(parents=True, exist_ok=True)
     log = open(logs / f"basket-{port}.log", "wb")
-    proc = subprocess.Popen([os.environ["BASKET_BIN"]], env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([binary or os.environ["BASKET_BIN"]], env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 20
         while True:

@@ -79,17 +79,21 @@ const machine = (clientId, format) => ({
 // The built-in authorization server's client here (test_builtin_as.py): confidential, as a
 // façade registers at Cognito, Entra or Google; native, so that its loopback callback may use
 // any port (RFC 8252 §7.3): each basket listens on a free one.
-const facade = {
-  client_id: 'mcp-facade',
-  client_secret: 'mcp-facade-secret',
+// It may refresh (the provider's tokens kept for tools: test_builtin_upstream.py);
+// `mcp-facade-short`'s access tokens live OAUTH_SHORT_TTL_SECS, for the refresh.
+const facade = (clientId, name) => ({
+  client_id: clientId,
+  client_secret: `${clientId}-secret`,
+  client_name: name,
   application_type: 'native',
   token_endpoint_auth_method: 'client_secret_basic',
-  grant_types: ['authorization_code'],
+  grant_types: ['authorization_code', 'refresh_token'],
   response_types: ['code'],
   redirect_uris: ['http://127.0.0.1/oauth/callback'],
-};
+});
 const clients = [
-  facade,
+  facade('mcp-facade', 'mcp-lambda facade'),
+  facade('mcp-facade-short', 'short-ttl mcp-lambda facade'),
   machine('mcp-server'), // the basket's own client, for its introspection calls
   machine('opaque-machine-a', 'opaque'),
   machine('opaque-machine-b', 'opaque'),
@@ -164,7 +168,9 @@ const configuration = {
   // Refresh tokens for every client allowed the grant, offline_access or not.
   issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
   ttl: {
-    AccessToken: (ctx, token) => token.resourceServer?.accessTokenTTL ?? ACCESS_TTL,
+    AccessToken: (ctx, token, client) =>
+      token.resourceServer?.accessTokenTTL
+      ?? ((client?.clientName ?? '').startsWith('short-ttl') ? SHORT_TTL : ACCESS_TTL),
     ClientCredentials: (ctx, token) => token.resourceServer?.accessTokenTTL ?? ACCESS_TTL,
     AuthorizationCode: 60,
     Grant: 3600,
