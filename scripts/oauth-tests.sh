@@ -17,6 +17,10 @@
 #     Python client by DCR through the consent page and the upstream login to a tool call, the
 #     same handles from two clients, no upstream call on warm requests, refresh rotation and
 #     reuse, revocation, and the attacks, each refused without a redirect;
+#   - the built-in authorization server's consent page in headless Chromium with JavaScript off
+#     (test_consent_browser.py, Selenium and Debian's chromedriver): what it names, its buttons
+#     by keyboard and mouse, approval through the upstream's login to the client's redirect URI,
+#     denial, framing refused, and axe-core's accessibility check;
 #   - RFC 7662 introspection of opaque tokens through a counting proxy in front of the AS
 #     (test_oauth_introspection.py): one request per token per window, refusals, revocation
 #     after the window, 503 + Retry-After when the AS cannot be asked, JWTs still local,
@@ -94,8 +98,8 @@ TOOLS_LOG="$MCP_WORK/oauth-pip.log" install_mcp_client
 "$MCP_PYTHON" -c 'import mcp, pytest' 2>/dev/null \
   || { cat "$MCP_WORK/oauth-pip.log" 2>/dev/null; abort setup "the Python client did not install"; }
 
-# (2b) The browser of the consent page's tests. If it cannot be installed the other suites still
-# run; those tests fail (each names what is missing), never skip.
+# (2b) The browser of test_consent_browser.py. If it cannot be installed the other suites still
+# run; that module's tests fail (each names what is missing), never skip.
 if ! TOOLS_LOG="$MCP_WORK/oauth-browser.log" install_browser; then
   tail -n 20 "$MCP_WORK/oauth-browser.log" 2>/dev/null
   echo "oauth: chromium, chromium-driver or selenium did not install: the consent page's browser tests will fail"
