@@ -100,6 +100,8 @@ TOOLS_LOG="$MCP_WORK/oauth-pip.log" install_mcp_client
 
 # (2b) The browser of test_consent_browser.py. If it cannot be installed the other suites still
 # run; that module's tests fail (each names what is missing), never skip.
+[[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]] \
+  || echo "oauth: installing Debian's chromium and chromium-driver (apt-get)"
 if ! TOOLS_LOG="$MCP_WORK/oauth-browser.log" install_browser; then
   tail -n 20 "$MCP_WORK/oauth-browser.log" 2>/dev/null
   echo "oauth: chromium, chromium-driver or selenium did not install: the consent page's browser tests will fail"

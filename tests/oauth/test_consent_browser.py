@@ -286,7 +286,8 @@ def test_the_consent_page_names_the_client_where_it_sends_you_and_the_scopes(ser
     assert len(notes) == 1 and "this device" in notes[0].text, page_summary(fresh)
     # The CSRF cookie the answer must carry: set, out of scripts' reach, not sent cross-site.
     cookie = fresh.get_cookie("mcp-oauth-csrf")
-    assert cookie and cookie["httpOnly"] and cookie["sameSite"] == "Lax", cookie
+    assert cookie, "the consent page set no mcp-oauth-csrf cookie: its answer will be refused"
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Lax", cookie
 
 
 def test_the_consent_page_is_accessible_without_script(server, site, fresh):
