@@ -21,6 +21,10 @@
 #     (tests/oauth/ts_builtin_client.mjs, run by test_builtin_ts.py) by DCR and by CIMD, from
 #     the first 401 through the consent page and the upstream login to a tool call, a refresh,
 #     no warnings;
+#   - the built-in authorization server's consent page in headless Chromium with JavaScript off
+#     (test_consent_browser.py, Selenium and Debian's chromedriver): what it names, its buttons
+#     by keyboard and mouse, approval through the upstream's login to the client's redirect URI,
+#     denial, framing refused, and axe-core's accessibility check;
 #   - RFC 7662 introspection of opaque tokens through a counting proxy in front of the AS
 #     (test_oauth_introspection.py): one request per token per window, refusals, revocation
 #     after the window, 503 + Retry-After when the AS cannot be asked, JWTs still local,
@@ -32,9 +36,11 @@
 #
 # Installs from tests/oauth/package.json and package-lock.json (exact versions, a Node 22 among
 # them: oidc-provider 9 supports Node 22 LTS and later) into $MCP_WORK/oauth-node, again only
-# when those change, and the Python client into the venv of scripts/tools.sh; network: only the
-# npm registry and PyPI, only then. The AS, each basket (a clean environment, a free port,
-# audience = its own URL) and the proxy listen on 127.0.0.1 only and are stopped on exit.
+# when those change, the Python client and Selenium into the venv of scripts/tools.sh, and
+# Debian's chromium and chromium-driver with apt-get when /usr/bin has none; network: only the
+# npm registry, PyPI and Debian's packages, only then. The AS, each basket (a clean
+# environment, a free port, audience = its own URL) and the proxy listen on 127.0.0.1 only and
+# are stopped on exit.
 # Each test is one check; the last line is `oauth: N passed, M failed` (a skipped test counts
 # as failed), and the exit status is non-zero if any failed.
 set -uo pipefail
@@ -75,6 +81,15 @@ node=$OAUTH_NODE
 TOOLS_LOG="$MCP_WORK/oauth-pip.log" install_mcp_client
 "$MCP_PYTHON" -c 'import mcp, pytest' 2>/dev/null \
   || { cat "$MCP_WORK/oauth-pip.log" 2>/dev/null; abort setup "the Python client did not install"; }
+
+# (2b) The browser of test_consent_browser.py. If it cannot be installed the other suites still
+# run; that module's tests fail (each names what is missing), never skip.
+[[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]] \
+  || echo "oauth: installing Debian's chromium and chromium-driver (apt-get)"
+if ! TOOLS_LOG="$MCP_WORK/oauth-browser.log" install_browser; then
+  tail -n 20 "$MCP_WORK/oauth-browser.log" 2>/dev/null
+  echo "oauth: chromium, chromium-driver or selenium did not install: the consent page's browser tests will fail"
+fi
 
 # (3) The basket server, built in debug unless BASKET_BIN names one.
 bin=${BASKET_BIN:-}

