@@ -185,6 +185,8 @@ mod guides {
     struct YourServer;
     #[doc = include_str!("../docs/deploy.md")]
     struct Deploy;
+    #[doc = include_str!("../docs/auth.md")]
+    struct Auth;
 }
 pub use auth::{Caller, Principal};
 pub use config::{Config, ConfigError};

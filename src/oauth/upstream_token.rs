@@ -220,3 +220,72 @@ pub(crate) fn reference_in(bearer: &str) -> Option<String> {
         .filter(|r| r.len() <= 64)
         .map(str::to_string)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        env::Env,
+        oauth::{MemoryOAuthStore, OAuthSettings, OAuthStore},
+    };
+
+    fn server(store: Arc<dyn OAuthStore>) -> AuthorizationServer {
+        let lookup = |name: &str| {
+            match name {
+                "MCP_OAUTH_UPSTREAM_ISSUER" => Some("https://idp.example.com"),
+                "MCP_OAUTH_UPSTREAM_CLIENT_ID" => Some("facade"),
+                "MCP_OAUTH_UPSTREAM_CLIENT_SECRET" => Some("secret"),
+                "MCP_AUTH_AUDIENCE" => Some("https://mcp.example.com/mcp"),
+                "MCP_OAUTH_UPSTREAM_TOKENS" => Some("true"),
+                _ => None,
+            }
+            .map(str::to_string)
+        };
+        let settings = OAuthSettings::from_env(&Env::new(&lookup))
+            .unwrap()
+            .unwrap();
+        AuthorizationServer::new(&settings, "/mcp", Vec::new(), store, &[])
+    }
+
+    #[tokio::test]
+    async fn the_store_alone_reveals_no_provider_token() {
+        let store: Arc<dyn OAuthStore> = Arc::new(MemoryOAuthStore::default());
+        let ours = server(store.clone());
+        let tokens = TokenSet {
+            access_token: "provider-access-token-XYZ".into(),
+            refresh_token: Some("provider-refresh-token-XYZ".into()),
+            expires_at_ms: Some(crate::env::now_ms() + 3_600_000),
+        };
+        let reference = ours.keep_upstream_tokens(&tokens).await.unwrap();
+        let stored = store.get(record_key(&reference)).await.unwrap().unwrap();
+        let text = stored.value.to_string();
+        assert!(!text.contains("XYZ"), "{text}");
+        // This server opens it; another (another signing key) does not.
+        assert_eq!(
+            ours.upstream_access_token(&reference).await.unwrap(),
+            "provider-access-token-XYZ"
+        );
+        let theirs = server(store.clone());
+        assert!(matches!(
+            theirs.upstream_access_token(&reference).await,
+            Err(UpstreamTokenError::Expired)
+        ));
+        assert!(matches!(
+            ours.upstream_access_token("unknown").await,
+            Err(UpstreamTokenError::Expired)
+        ));
+    }
+
+    #[test]
+    fn the_reference_is_read_from_the_tokens_payload() {
+        use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
+        let payload = URL_SAFE_NO_PAD.encode(json!({"sub": "ada", "upt": "ref-1"}).to_string());
+        assert_eq!(
+            reference_in(&format!("h.{payload}.s")).as_deref(),
+            Some("ref-1")
+        );
+        let none = URL_SAFE_NO_PAD.encode(json!({"sub": "ada"}).to_string());
+        assert_eq!(reference_in(&format!("h.{none}.s")), None);
+        assert_eq!(reference_in("not a jwt"), None);
+    }
+}
