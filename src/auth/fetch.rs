@@ -148,7 +148,7 @@ fn lost_before_answer(error: &hyper_util::client::legacy::Error) -> bool {
 }
 
 /// `error` and its causes, `: `-separated (hyper-util's own message names only its kind).
-fn reason(error: &hyper_util::client::legacy::Error) -> String {
+pub(crate) fn reason(error: &hyper_util::client::legacy::Error) -> String {
     let mut reason = error.to_string();
     let mut cause = error.source();
     while let Some(current) = cause {

@@ -22,7 +22,7 @@ mod warming;
 pub use bearer::{Authenticator, Challenge, Refusal};
 pub(crate) use caller::ANONYMOUS as ANONYMOUS_OWNER;
 pub use caller::Caller;
-pub(crate) use fetch::{IssuerClient, tls_config};
+pub(crate) use fetch::{IssuerClient, reason as client_error_reason, tls_config};
 pub use jwt::TokenError;
 pub(crate) use jwt::{Jwk, parse as parse_jws, verified_claims};
 pub use principal::Principal;

@@ -46,7 +46,7 @@ use serde::Deserialize;
 use url::{Host, Url};
 
 use super::{redirect, register::Client as OAuthClient};
-use crate::auth::tls_config;
+use crate::auth::{client_error_reason, tls_config};
 
 /// The largest document read.
 pub(crate) const MAX_DOCUMENT_BYTES: usize = 5 * 1024;
@@ -288,11 +288,9 @@ impl ClientDocuments {
             .header(header::USER_AGENT, "mcp-lambda (client metadata document)")
             .body(Empty::new())
             .map_err(|_| DocumentError::Url("not a valid request URL"))?;
-        let response = self
-            .client
-            .request(request)
-            .await
-            .map_err(|e| DocumentError::Fetch(cause(&e)))?;
+        let response = self.client.request(request).await.map_err(|e| {
+            DocumentError::Fetch(client_error_reason(&e).chars().take(300).collect())
+        })?;
         match response.status() {
             StatusCode::OK => {}
             status if status.is_redirection() => {
@@ -405,19 +403,6 @@ fn max_age(headers: &http::HeaderMap) -> Option<Duration> {
         }
     }
     age
-}
-
-/// The error and its causes: hyper-util's own message names only its kind.
-fn cause(error: &hyper_util::client::legacy::Error) -> String {
-    use std::error::Error as _;
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(current) = source {
-        text.push_str(": ");
-        text.push_str(&current.to_string());
-        source = current.source();
-    }
-    text.chars().take(300).collect()
 }
 
 #[cfg(test)]

@@ -95,6 +95,30 @@ impl DynamoDbOAuthStore {
     pub(crate) fn new(table: Table) -> Self {
         Self { table }
     }
+
+    /// A `PutItem` of `item` into the table.
+    fn put_item(
+        &self,
+        item: Item,
+    ) -> aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder {
+        self.table
+            .client()
+            .put_item()
+            .table_name(self.table.name())
+            .set_item(Some(item))
+    }
+
+    /// A `DeleteItem` of the record `name`.
+    fn delete_item(
+        &self,
+        name: &str,
+    ) -> aws_sdk_dynamodb::operation::delete_item::builders::DeleteItemFluentBuilder {
+        self.table
+            .client()
+            .delete_item()
+            .table_name(self.table.name())
+            .key(PK, s(key(name)))
+    }
 }
 
 impl OAuthStore for DynamoDbOAuthStore {
@@ -107,11 +131,7 @@ impl OAuthStore for DynamoDbOAuthStore {
         Box::pin(async move {
             let now = now_ms();
             let request = self
-                .table
-                .client()
-                .put_item()
-                .table_name(self.table.name())
-                .set_item(Some(item(&name, &value, 1, expiry_ms(now, ttl))))
+                .put_item(item(&name, &value, 1, expiry_ms(now, ttl)))
                 .condition_expression("attribute_not_exists(pk) OR expires_at_ms <= :now")
                 .expression_attribute_values(":now", n(now));
             match self.table.answer(|| request.clone().send()).await {
@@ -129,12 +149,7 @@ impl OAuthStore for DynamoDbOAuthStore {
         ttl: Duration,
     ) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(async move {
-            let request = self
-                .table
-                .client()
-                .put_item()
-                .table_name(self.table.name())
-                .set_item(Some(item(&name, &value, 1, expiry_ms(now_ms(), ttl))));
+            let request = self.put_item(item(&name, &value, 1, expiry_ms(now_ms(), ttl)));
             self.table
                 .answer(|| request.clone().send())
                 .await
@@ -157,13 +172,7 @@ impl OAuthStore for DynamoDbOAuthStore {
 
     fn take(&self, name: String) -> BoxFuture<'_, Result<Option<Record>, StoreError>> {
         Box::pin(async move {
-            let request = self
-                .table
-                .client()
-                .delete_item()
-                .table_name(self.table.name())
-                .key(PK, s(key(&name)))
-                .return_values(ReturnValue::AllOld);
+            let request = self.delete_item(&name).return_values(ReturnValue::AllOld);
             let answer = self
                 .table
                 .answer(|| request.clone().send())
@@ -183,11 +192,7 @@ impl OAuthStore for DynamoDbOAuthStore {
         Box::pin(async move {
             let now = now_ms();
             let request = self
-                .table
-                .client()
-                .put_item()
-                .table_name(self.table.name())
-                .set_item(Some(item(&name, &value, version + 1, expiry_ms(now, ttl))))
+                .put_item(item(&name, &value, version + 1, expiry_ms(now, ttl)))
                 .condition_expression("version = :version AND expires_at_ms > :now")
                 .expression_attribute_values(":version", n(version))
                 .expression_attribute_values(":now", n(now));
@@ -201,12 +206,7 @@ impl OAuthStore for DynamoDbOAuthStore {
 
     fn delete(&self, name: String) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(async move {
-            let request = self
-                .table
-                .client()
-                .delete_item()
-                .table_name(self.table.name())
-                .key(PK, s(key(&name)));
+            let request = self.delete_item(&name);
             self.table
                 .answer(|| request.clone().send())
                 .await
