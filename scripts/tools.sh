@@ -81,7 +81,7 @@ install_oauth_node() {
     require(`./node_modules/${p}/package.json`).version).join(" ") + " " + process.versions.node')
   [[ "$versions" == "2.4.0 9.13.3 4.14.1 22.23.5" ]] \
     || { echo "expected client 2.4.0, oidc-provider 9.13.3, axe-core 4.14.1, node 22.23.5; found: $versions"; return 1; }
-  cp "$pins/provider.mjs" "$pins/ts_oauth_client.mjs" "$pins/ts_builtin_client.mjs" "$dir/"
+  cp "$pins/provider.mjs" "$pins/oauth_harness.mjs" "$pins/ts_oauth_client.mjs" "$pins/ts_builtin_client.mjs" "$dir/"
 }
 
 # Headless Chromium driven by Selenium through Debian's chromedriver (the same Chromium build,

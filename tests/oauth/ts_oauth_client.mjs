@@ -18,87 +18,17 @@
 // browser is scripted: it follows the AS's login and consent forms, keeping cookies.
 import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
 
+import { REDIRECT, check, claims, expect, failures, header, say, signIn, warnings } from './oauth_harness.mjs';
+
 const [url, issuer] = process.argv.slice(2);
 if (!url || !issuer) {
   process.stdout.write('usage: node ts_oauth_client.mjs MCP_URL ISSUER\n');
   process.exit(2);
 }
-const REDIRECT = 'http://127.0.0.1:8976/callback';
-
-// Everything the client writes to stderr or through console.warn/console.error is a warning.
-const warnings = [];
-for (const level of ['warn', 'error']) {
-  console[level] = (...args) => warnings.push(`console.${level}: ${args.map(String).join(' ')}`);
-}
-const stderrWrite = process.stderr.write.bind(process.stderr);
-process.stderr.write = (chunk, ...rest) => {
-  warnings.push(`stderr: ${String(chunk).trimEnd()}`);
-  return stderrWrite(chunk, ...rest);
-};
-
-let failed = 0;
-const say = (line) => process.stdout.write(`${line}\n`);
-async function check(name, body) {
-  try {
-    const detail = await body();
-    say(`PASS ${name}${detail ? ` (${detail})` : ''}`);
-  } catch (e) {
-    failed++;
-    const kind = e?.constructor && e.constructor !== Error ? `${e.constructor.name} ${e.code ?? ''} ` : '';
-    say(`FAIL ${name}: ${kind}${e?.message ?? e}`.replace(/\n/g, ' | '));
-  }
-}
-function expect(cond, message) {
-  if (!cond) throw new Error(message);
-}
 
 const events = async () => (await fetch(`${issuer}/_test/events`)).json();
 const since = async (mark, kind, clientId) =>
   (await events()).slice(mark).filter((e) => e.event === kind && (!clientId || e.client_id === clientId));
-const claims = (jwt) => JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url'));
-const header = (jwt) => JSON.parse(Buffer.from(jwt.split('.')[0], 'base64url'));
-
-// The browser: GET the authorization URL, post each form (login: any user, then consent),
-// follow redirects with cookies, stop at the redirect URI and return its query.
-async function signIn(authorizationUrl, login) {
-  const jar = new Map();
-  const cookie = () => [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
-  const keep = (response) => {
-    for (const c of response.headers.getSetCookie()) {
-      const [pair] = c.split(';');
-      const at = pair.indexOf('=');
-      jar.set(pair.slice(0, at).trim(), pair.slice(at + 1));
-    }
-  };
-  let next = { url: String(authorizationUrl), init: { method: 'GET' } };
-  for (let i = 0; i < 20; i++) {
-    const response = await fetch(next.url, { ...next.init, redirect: 'manual', headers: { ...next.init.headers, cookie: cookie() } });
-    keep(response);
-    if (response.status >= 300 && response.status < 400) {
-      const location = new URL(response.headers.get('location'), next.url);
-      if (location.href.startsWith(REDIRECT)) return location.searchParams;
-      next = { url: location.href, init: { method: 'GET' } };
-      continue;
-    }
-    const html = await response.text();
-    const form = /<form[^>]*action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/.exec(html);
-    if (response.status !== 200 || !form) throw new Error(`the AS answered ${response.status}: ${html.slice(0, 500)}`);
-    const fields = new URLSearchParams();
-    for (const [, attrs] of form[2].matchAll(/<input([^>]*)>/g)) {
-      const name = /name="([^"]*)"/.exec(attrs)?.[1];
-      if (name) fields.set(name, /value="([^"]*)"/.exec(attrs)?.[1] ?? '');
-    }
-    if (fields.has('login')) {
-      fields.set('login', login);
-      fields.set('password', 'any password');
-    }
-    next = {
-      url: new URL(form[1].replace(/&amp;/g, '&'), next.url).href,
-      init: { method: 'POST', body: fields.toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } },
-    };
-  }
-  throw new Error('the authorization did not come back to the redirect URI');
-}
 
 // An OAuthClientProvider kept in memory, as an app keeps it in its store.
 class MemoryProvider {
@@ -253,4 +183,4 @@ await check('ts: the client printed no warnings', async () => {
   expect(warnings.length === 0, `${warnings.length} warnings:\n  ${warnings.join('\n  ')}`);
 });
 
-process.exitCode = failed ? 1 : 0;
+process.exitCode = failures() ? 1 : 0;
