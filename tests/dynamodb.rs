@@ -1971,3 +1971,45 @@ async fn on_a_bad_day_few_concurrent_writes_are_left_may_or_may_not() {
         );
     }
 }
+
+/// Issue 41 (point 8): the function frozen between invocations (SIGSTOP) while a NAT-style
+/// device forgets its idle connection to DynamoDB; after the thaw the next call's store request
+/// meets the dead connection, and the call still succeeds (the crate's retry policy takes a
+/// lost connection as retryable), on a new connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_after_a_thaw_survives_the_connection_the_network_forgot() {
+    let Some(endpoint) = endpoint("the DynamoDB thaw test") else {
+        return;
+    };
+    support::dynamodb::store(&endpoint).await;
+    let nat = support::nat::Nat::start(&endpoint).await;
+    let env = basket_env(&nat.url, TABLE);
+    let server = Server::start(&env_refs(&env)).await;
+    let created = server.ok("create_basket", json!({})).await;
+    let basket_id = created["basket_id"].as_str().unwrap().to_owned();
+    let before = nat.connections();
+
+    let signal = |name: &str| {
+        let status = Command::new("kill")
+            .args([name, &server.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {name}");
+    };
+    signal("-STOP");
+    nat.forget();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    signal("-CONT");
+
+    let added = server
+        .ok(
+            "add_item",
+            json!({"basket_id": basket_id, "sku": "TEA", "quantity": 1}),
+        )
+        .await;
+    assert_eq!(items(&added), [("TEA".to_owned(), 1)], "{added}");
+    assert!(
+        nat.connections() > before,
+        "the store was reached again on a new connection"
+    );
+}

@@ -79,6 +79,22 @@ where
         Self { pooled, fresh }
     }
 
+    /// Sends `request` once, on a new connection: for a request that must not be repeated (a
+    /// code exchanged, a refresh token used), which a pooled connection lost in the network
+    /// could otherwise make fail without an answer, and a resend apply twice.
+    pub(crate) async fn send_once(
+        &self,
+        request: http::Request<B>,
+    ) -> Result<http::Response<hyper::body::Incoming>, SendError> {
+        self.fresh
+            .request(request)
+            .await
+            .map_err(|error| SendError {
+                reason: reason(&error),
+                retried: false,
+            })
+    }
+
     /// Sends `request`, and once more on a new connection if it failed before any answer; the
     /// answer's head (the body is the caller's to read, under its own timeout).
     pub(crate) async fn send(

@@ -30,6 +30,9 @@ pub enum TokenError {
     /// A `crit` header names extensions this server does not understand.
     #[error("the token has critical header extensions this server does not understand")]
     Critical,
+    /// The built-in authorization server's tokens are RFC 9068 access tokens: `typ` `at+jwt`.
+    #[error("the token is not an access token of this server (its typ is not at+jwt)")]
+    NotAnAccessToken,
     /// No key in the JWKS matches `kid` and `alg`.
     #[error("no signing key of the issuer matches the token's kid and alg")]
     UnknownKey,
@@ -206,6 +209,8 @@ impl Jwk {
 pub(crate) struct Unverified<'a> {
     pub(crate) alg: String,
     pub(crate) kid: Option<String>,
+    /// The header's `typ` (RFC 9068 access tokens: `at+jwt`).
+    pub(crate) typ: Option<String>,
     signing_input: &'a str,
     payload: Vec<u8>,
     signature: Vec<u8>,
@@ -216,6 +221,7 @@ struct Header {
     alg: Option<String>,
     kid: Option<String>,
     crit: Option<Value>,
+    typ: Option<String>,
 }
 
 const ACCEPTED_ALGS: &[&str] = &["RS256", "PS256", "ES256", "EdDSA", "Ed25519"];
@@ -263,6 +269,7 @@ pub(crate) fn parse(token: &str, max_bytes: usize) -> Result<Unverified<'_>, Tok
     Ok(Unverified {
         alg,
         kid: header.kid,
+        typ: header.typ,
         signing_input,
         payload: decode(payload)?,
         signature: decode(signature)?,
@@ -295,6 +302,15 @@ pub(crate) fn verify(
     let key = select_key(token, keys).ok_or(TokenError::UnknownKey)?;
     if !key.verify(&token.alg, token.signing_input.as_bytes(), &token.signature) {
         return Err(TokenError::Signature);
+    }
+    // RFC 9068 §4: where the keys are the built-in authorization server's own, only its access
+    // tokens pass (nothing else is signed with them today; the check keeps it so).
+    if settings.issuer_keys.is_some()
+        && !token.typ.as_deref().is_some_and(|typ| {
+            typ.eq_ignore_ascii_case("at+jwt") || typ.eq_ignore_ascii_case("application/at+jwt")
+        })
+    {
+        return Err(TokenError::NotAnAccessToken);
     }
     let claims: serde_json::Map<String, Value> =
         serde_json::from_slice(&token.payload).map_err(|_| TokenError::Malformed)?;

@@ -27,8 +27,17 @@ use super::{
 };
 
 const FLOW_TTL: Duration = Duration::from_secs(600);
-const CODE_TTL: Duration = Duration::from_secs(60);
-const CSRF_COOKIE: &str = "mcp-oauth-csrf";
+pub(crate) const CODE_TTL: Duration = Duration::from_secs(60);
+/// The consent's CSRF cookie, one per consent page (`mcp-oauth-csrf-<request id's start>`), so
+/// that a second tab does not overwrite the first's.
+fn csrf_cookie(request_id: &str) -> String {
+    let start: String = request_id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(16)
+        .collect();
+    format!("mcp-oauth-csrf-{start}")
+}
 const LOGIN_COOKIE: &str = "mcp-oauth-login";
 const MAX_STATE_BYTES: usize = 1024;
 
@@ -37,6 +46,9 @@ const MAX_STATE_BYTES: usize = 1024;
 pub(crate) struct Pending {
     pub(crate) client_id: String,
     pub(crate) redirect_uri: String,
+    /// The request named its redirect URI (then the token request must name it too).
+    #[serde(default = "named")]
+    pub(crate) redirect_uri_given: bool,
     pub(crate) state: Option<String>,
     pub(crate) code_challenge: String,
     pub(crate) scopes: Vec<String>,
@@ -75,12 +87,18 @@ pub(crate) struct Grant {
     pub(crate) previous_until_ms: u64,
 }
 
+fn named() -> bool {
+    true
+}
+
 /// What a code stands for, until the token endpoint takes it.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct CodeRecord {
     pub(crate) grant_id: String,
     pub(crate) client_id: String,
     pub(crate) redirect_uri: String,
+    #[serde(default = "named")]
+    pub(crate) redirect_uri_given: bool,
     pub(crate) code_challenge: String,
     pub(crate) subject: String,
     pub(crate) scopes: Vec<String>,
@@ -211,6 +229,7 @@ pub(crate) async fn authorize(server: &AuthorizationServer, parts: &Parts) -> Re
     // From here on the redirect URI is validated: refusals go back to the client.
     let mut pending = Pending {
         client_id: client.client_id.clone(),
+        redirect_uri_given: params.contains_key("redirect_uri"),
         redirect_uri,
         state,
         code_challenge: String::new(),
@@ -324,7 +343,7 @@ pub(crate) async fn authorize(server: &AuthorizationServer, parts: &Parts) -> Re
     let mut response = html(StatusCode::OK, page);
     response.headers_mut().append(
         header::SET_COOKIE,
-        server.set_cookie(CSRF_COOKIE, &csrf, FLOW_TTL.as_secs()),
+        server.set_cookie(&csrf_cookie(&request_id), &csrf, FLOW_TTL.as_secs()),
     );
     response
 }
@@ -403,7 +422,7 @@ pub(crate) async fn consent(
             "Start again.",
         );
     };
-    let cookie_csrf = cookie(parts, &server.cookie_name(CSRF_COOKIE)).unwrap_or("");
+    let cookie_csrf = cookie(parts, &server.cookie_name(&csrf_cookie(request_id))).unwrap_or("");
     if !keys::same(cookie_csrf, csrf) || !keys::same(&keys::hash(csrf), &record.csrf_hash) {
         return error_page(
             StatusCode::FORBIDDEN,
@@ -467,7 +486,10 @@ pub(crate) async fn consent(
         header::SET_COOKIE,
         server.set_cookie(LOGIN_COOKIE, &binding, FLOW_TTL.as_secs()),
     );
-    headers.append(header::SET_COOKIE, server.set_cookie(CSRF_COOKIE, "", 0));
+    headers.append(
+        header::SET_COOKIE,
+        server.set_cookie(&csrf_cookie(request_id), "", 0),
+    );
     response
 }
 
@@ -572,6 +594,7 @@ pub(crate) async fn callback(server: &AuthorizationServer, parts: &Parts) -> Res
         grant_id: grant_id.clone(),
         client_id: pending.client_id.clone(),
         redirect_uri: pending.redirect_uri.clone(),
+        redirect_uri_given: pending.redirect_uri_given,
         code_challenge: pending.code_challenge.clone(),
         subject: identity.subject,
         scopes: pending.scopes.clone(),

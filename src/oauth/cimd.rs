@@ -25,7 +25,7 @@
 use std::{
     collections::HashMap,
     future::Future,
-    net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr},
+    net::{IpAddr, Ipv4Addr, SocketAddr},
     pin::Pin,
     sync::Mutex,
     task::{Context, Poll},
@@ -116,14 +116,21 @@ pub(crate) fn is_public(ip: IpAddr) -> bool {
                 let [c, d] = segments[7].to_be_bytes();
                 return is_public_v4(Ipv4Addr::new(a, b, c, d));
             }
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (segments[0] & 0xfe00) == 0xfc00 // unique local
-                || (segments[0] & 0xffc0) == 0xfe80 // link-local
-                || (segments[0] & 0xffc0) == 0xfec0 // site-local (deprecated)
-                || (segments[0] == 0x2001 && segments[1] == 0x0db8) // documentation
-                || v6 == Ipv6Addr::new(0, 0, 0, 0, 0, 0, 0, 1))
+            // IPv4-compatible (::a.b.c.d, deprecated) carries one too.
+            if segments[..6] == [0; 6] {
+                return false;
+            }
+            // 6to4 (2002::/16) names the IPv4 address it tunnels to.
+            if segments[0] == 0x2002 {
+                let [a, b] = segments[1].to_be_bytes();
+                let [c, d] = segments[2].to_be_bytes();
+                return is_public_v4(Ipv4Addr::new(a, b, c, d));
+            }
+            // Only global unicast (2000::/3) is public, less Teredo (2001::/32), documentation
+            // (2001:db8::/32) and local-use NAT64 (64:ff9b:1::/48, outside 2000::/3 anyway).
+            (segments[0] & 0xe000) == 0x2000
+                && !(segments[0] == 0x2001 && (segments[1] == 0 || segments[1] == 0x0db8))
+                && !v6.is_multicast()
         }
     }
 }
@@ -140,6 +147,7 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
         || a == 0
         || (a == 100 && (64..128).contains(&b)) // shared address space (carrier NAT)
         || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
+        || (a == 192 && b == 88 && c == 99) // 6to4 relay anycast
         || (a == 198 && (18..20).contains(&b)) // benchmarking
         || a >= 240) // reserved
 }
@@ -171,7 +179,12 @@ pub(crate) struct ClientDocuments {
     client: Client<hyper_rustls::HttpsConnector<HttpConnector<PublicOnly>>, Empty<Bytes>>,
     allow_private: bool,
     cache: Mutex<HashMap<String, (OAuthClient, Instant)>>,
+    /// URLs whose fetch failed moments ago, and why: not fetched again for
+    /// [`FAILURE_PAUSE`], so a stranger cannot make this server fetch on every request.
+    failed: Mutex<HashMap<String, (String, Instant)>>,
 }
+
+const FAILURE_PAUSE: Duration = Duration::from_secs(30);
 
 impl std::fmt::Debug for ClientDocuments {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -199,6 +212,7 @@ impl ClientDocuments {
             client,
             allow_private,
             cache: Mutex::new(HashMap::new()),
+            failed: Mutex::new(HashMap::new()),
         }
     }
 
@@ -210,11 +224,31 @@ impl ClientDocuments {
             return Ok(client.clone());
         }
         let parsed = self.check_url(url)?;
-        let (client, max_age) = tokio::time::timeout(FETCH_TIMEOUT, self.fetch(url, &parsed))
+        if let Some((why, at)) = self.failed.lock().expect("cache lock").get(url)
+            && at.elapsed() < FAILURE_PAUSE
+        {
+            return Err(DocumentError::Fetch(format!(
+                "{why} (moments ago; not fetched again for {}s)",
+                FAILURE_PAUSE.as_secs()
+            )));
+        }
+        let fetched = tokio::time::timeout(FETCH_TIMEOUT, self.fetch(url, &parsed))
             .await
-            .map_err(|_| {
-                DocumentError::Fetch(format!("no whole answer within {FETCH_TIMEOUT:?}"))
-            })??;
+            .map_err(|_| DocumentError::Fetch(format!("no whole answer within {FETCH_TIMEOUT:?}")))
+            .and_then(|answer| answer);
+        let (client, max_age) = match fetched {
+            Ok(fetched) => fetched,
+            Err(error) => {
+                let mut failed = self.failed.lock().expect("cache lock");
+                if failed.len() >= MAX_CACHED {
+                    failed.retain(|_, (_, at)| at.elapsed() < FAILURE_PAUSE);
+                }
+                if failed.len() < MAX_CACHED {
+                    failed.insert(url.to_string(), (error.to_string(), Instant::now()));
+                }
+                return Err(error);
+            }
+        };
         if let Some(max_age) = max_age.filter(|age| !age.is_zero()) {
             let mut cache = self.cache.lock().expect("cache lock");
             let now = Instant::now();
@@ -361,25 +395,25 @@ fn validate(url: &str, parsed: &Url, document: Document) -> Result<OAuthClient, 
             "its token_endpoint_auth_method must be none: this server takes public clients".into(),
         );
     }
-    if document.grant_types.as_ref().is_some_and(|g| {
-        g.iter()
-            .any(|t| !matches!(t.as_str(), "authorization_code" | "refresh_token"))
-    }) {
-        return invalid(
-            "it names a grant type other than authorization_code and refresh_token".into(),
-        );
+    // What this server does not offer is left aside; a document offering none of it is refused.
+    if document
+        .grant_types
+        .as_ref()
+        .is_some_and(|g| !g.iter().any(|t| t == "authorization_code"))
+    {
+        return invalid("it does not name the authorization_code grant".into());
     }
     if document
         .response_types
         .as_ref()
-        .is_some_and(|r| r.iter().any(|t| t != "code"))
+        .is_some_and(|r| !r.iter().any(|t| t == "code"))
     {
-        return invalid("it names a response type other than code".into());
+        return invalid("it does not name the response type code".into());
     }
     let _ = parsed;
     Ok(OAuthClient {
         client_id: url.to_string(),
-        client_name: Some(name.chars().filter(|c| !c.is_control()).take(100).collect()),
+        client_name: Some(super::register::shown_name(&name)),
         redirect_uris,
         registered: false,
     })

@@ -230,13 +230,29 @@ impl AuthorizationServer {
         let method = &parts.method;
         let get = matches!(*method, Method::GET | Method::HEAD);
         let post = *method == Method::POST;
+        // A browser-based client (the inspector's web UI) asks before it registers or redeems.
+        if *method == Method::OPTIONS
+            && matches!(
+                endpoint,
+                Endpoint::Metadata
+                    | Endpoint::Jwks
+                    | Endpoint::Register
+                    | Endpoint::Token
+                    | Endpoint::Revoke
+            )
+        {
+            return preflight();
+        }
         let mut response = match endpoint {
             Endpoint::Metadata if get => public_json(&metadata::document(self)),
             Endpoint::Jwks if get => public_json(&self.keys.jwks()),
             Endpoint::Register if post => register::register(self, parts, &body).await,
-            Endpoint::Authorize if get => authorize::authorize(self, parts).await,
+            // GET only: a HEAD must not write a consent nor spend a login.
+            Endpoint::Authorize if *method == Method::GET => {
+                authorize::authorize(self, parts).await
+            }
             Endpoint::Consent => authorize::consent(self, parts, &body).await,
-            Endpoint::Callback if get => authorize::callback(self, parts).await,
+            Endpoint::Callback if *method == Method::GET => authorize::callback(self, parts).await,
             Endpoint::Token if post => token::token(self, parts, &body).await,
             Endpoint::Revoke if post => token::revoke(self, parts, &body).await,
             Endpoint::Metadata | Endpoint::Jwks | Endpoint::Authorize | Endpoint::Callback => {
@@ -249,6 +265,21 @@ impl AuthorizationServer {
         }
         response
     }
+}
+
+/// The CORS preflight of the endpoints a browser-based client calls.
+fn preflight() -> Response<Bytes> {
+    Response::builder()
+        .status(StatusCode::NO_CONTENT)
+        .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
+        .header(header::ACCESS_CONTROL_ALLOW_METHODS, "GET, POST, OPTIONS")
+        .header(
+            header::ACCESS_CONTROL_ALLOW_HEADERS,
+            "content-type, authorization, mcp-protocol-version",
+        )
+        .header(header::ACCESS_CONTROL_MAX_AGE, "3600")
+        .body(Bytes::new())
+        .expect("static parts are valid")
 }
 
 fn not_allowed(allow: &'static str) -> Response<Bytes> {
@@ -312,21 +343,33 @@ fn error_page(status: StatusCode, title: &str, explanation: &str) -> Response<By
     html(status, page::error(title, explanation))
 }
 
-/// A `303 See Other` to `location`, which the caller validated.
+/// A `303 See Other` to `location`, which the caller validated (an error page should it not
+/// make a header after all: never a panic on a client's input).
 fn redirect(location: &str) -> Response<Bytes> {
+    let Ok(value) = HeaderValue::from_str(location) else {
+        return error_page(
+            StatusCode::BAD_REQUEST,
+            "Invalid redirect address",
+            "The address to send you back to cannot be used.",
+        );
+    };
     Response::builder()
         .status(StatusCode::SEE_OTHER)
-        .header(header::LOCATION, location)
+        .header(header::LOCATION, value)
         .header(header::CACHE_CONTROL, "no-store")
         .header(header::REFERRER_POLICY, "no-referrer")
         .body(Bytes::new())
-        .expect("a validated location is a valid header")
+        .expect("static parts are valid")
 }
 
-/// Form or query parameters; `Err` names a parameter given twice (RFC 6749 §3.1).
+/// Form or query parameters; `Err` names a parameter given twice (RFC 6749 §3.1). One sent
+/// with no value is as if not sent (RFC 6749 §3.1).
 fn parameters(encoded: &[u8]) -> Result<HashMap<String, String>, String> {
     let mut found = HashMap::new();
     for (name, value) in form_urlencoded::parse(encoded) {
+        if value.is_empty() {
+            continue;
+        }
         if found.insert(name.to_string(), value.to_string()).is_some() {
             return Err(format!("the parameter {name} is given more than once"));
         }

@@ -99,7 +99,14 @@ pub(crate) fn matches(requested: &str, registered: &[String]) -> bool {
     let Ok(asked) = Url::parse(requested) else {
         return false;
     };
-    if asked.scheme() != "http" || !is_loopback(&asked) || asked.fragment().is_some() {
+    // The URI as given must be the URI as parsed: the parser drops tabs, newlines and
+    // surrounding control characters, and reads `0x7f.1` as 127.0.0.1; a redirect goes to the
+    // string given, so only its normal form may match.
+    if asked.as_str() != requested
+        || asked.scheme() != "http"
+        || !is_loopback(&asked)
+        || asked.fragment().is_some()
+    {
         return false;
     }
     registered.iter().any(|r| {
@@ -183,5 +190,15 @@ mod tests {
         assert!(!matches("http://127.0.0.1:51234/other", &registered));
         assert!(!matches("http://localhost:51234/callback", &registered));
         assert!(!matches("https://app.example.com/cb?x=1", &registered));
+        for crafted in [
+            "http://127.0.0.1:5/callback\n",
+            "http://127.0.0.1:5/call\nback",
+            "http://127.0.0.1:5/callback\u{1}",
+            " http://127.0.0.1:5/callback",
+            "http://0x7f.1:5/callback",
+            "http://127.0.0.1:5\\callback",
+        ] {
+            assert!(!matches(crafted, &registered), "{crafted:?}");
+        }
     }
 }

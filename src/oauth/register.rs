@@ -101,6 +101,21 @@ impl AuthorizationServer {
     }
 }
 
+/// A client's name as a consent page may show it: no control or invisible formatting
+/// characters (bidirectional overrides could make one name read as another), at most 100.
+pub(crate) fn shown_name(name: &str) -> String {
+    name.chars()
+        .filter(|&c| {
+            !c.is_control()
+                && !matches!(c,
+                    '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}'
+                    | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}'
+                    | '\u{FFF9}'..='\u{FFFB}')
+        })
+        .take(MAX_NAME_CHARS)
+        .collect()
+}
+
 /// What a registration request may say (unknown members are ignored, as RFC 7591 says).
 #[derive(Debug, Deserialize)]
 struct Request {
@@ -178,25 +193,26 @@ pub(crate) async fn register(
             );
         }
     }
-    if let Some(grants) = &request.grant_types
-        && let Some(other) = grants
-            .iter()
-            .find(|g| !matches!(g.as_str(), "authorization_code" | "refresh_token"))
+    // What this server does not offer is left out of the registration (RFC 7591 §3.2.1 lets it
+    // replace the metadata); a client that asks for none of what it offers is refused.
+    if request
+        .grant_types
+        .as_ref()
+        .is_some_and(|g| !g.iter().any(|t| t == "authorization_code"))
     {
         return invalid(
             "invalid_client_metadata",
-            &format!(
-                "grant type {:?} is not offered; this server offers authorization_code and refresh_token",
-                other.chars().take(60).collect::<String>()
-            ),
+            "this server offers the authorization_code grant (and refresh_token): register for it",
         );
     }
-    if let Some(types) = &request.response_types
-        && types.iter().any(|t| t != "code")
+    if request
+        .response_types
+        .as_ref()
+        .is_some_and(|t| !t.iter().any(|t| t == "code"))
     {
         return invalid(
             "invalid_client_metadata",
-            "only the response type \"code\" is offered",
+            "this server offers the response type \"code\": register for it",
         );
     }
     if let Some(scope) = &request.scope
@@ -213,12 +229,7 @@ pub(crate) async fn register(
             ),
         );
     }
-    let client_name = request.client_name.map(|name| {
-        name.chars()
-            .filter(|c| !c.is_control())
-            .take(MAX_NAME_CHARS)
-            .collect::<String>()
-    });
+    let client_name = request.client_name.map(|name| shown_name(&name));
     let hour = crate::env::now_ms() / 3_600_000;
     match server
         .store

@@ -146,6 +146,21 @@ impl OAuthSettings {
                 "must be unset with MCP_OAUTH_UPSTREAM_ISSUER: the built-in authorization server is this server's issuer (name the identity provider in MCP_OAUTH_UPSTREAM_ISSUER only)",
             ));
         }
+        for variable in [
+            "MCP_AUTH_JWKS_URL",
+            "MCP_AUTH_INTROSPECTION_CLIENT_ID",
+            "MCP_AUTH_INTROSPECTION_URL",
+        ] {
+            if let Some(value) = env.get(variable) {
+                return Err(ConfigError::new(
+                    variable,
+                    value,
+                    format!(
+                        "must be unset with {UPSTREAM_ISSUER}: the built-in authorization server's tokens are verified with its own keys, and no other issuer's are accepted"
+                    ),
+                ));
+            }
+        }
         let required = |name: &'static str, what: &str| {
             env.get(name).map(|v| v.trim().to_string()).ok_or_else(|| {
                 ConfigError::new(
@@ -475,6 +490,11 @@ mod tests {
         let mut vars = ON.to_vec();
         vars.push(("MCP_AUTH_ISSUER", "https://other.example.com"));
         assert_eq!(read(&vars).unwrap_err().variable, "MCP_AUTH_ISSUER");
+        for other in ["MCP_AUTH_JWKS_URL", "MCP_AUTH_INTROSPECTION_URL"] {
+            let mut vars = ON.to_vec();
+            vars.push((other, "https://other.example.com/x"));
+            assert_eq!(read(&vars).unwrap_err().variable, other);
+        }
         let mut vars = ON.to_vec();
         vars.push(("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"));
         let error = read(&vars).unwrap_err();

@@ -81,20 +81,28 @@ struct Entry {
 /// The store of a local server: one process's memory (lost on restart, not shared).
 #[derive(Debug, Default, Clone)]
 pub(crate) struct MemoryOAuthStore {
-    entries: Arc<Mutex<HashMap<String, Entry>>>,
+    entries: Arc<Mutex<Entries>>,
 }
 
-/// Above this many records, expired ones are swept before a new one is added.
-const SWEEP_ABOVE: usize = 4096;
+#[derive(Debug, Default)]
+struct Entries {
+    map: HashMap<String, Entry>,
+    /// When expired records were last swept out (epoch milliseconds).
+    swept_at_ms: u64,
+}
+
+/// Expired records are swept out at most once a second: a sweep is a pass over all of them.
+const SWEEP_EVERY_MS: u64 = 1000;
 
 impl MemoryOAuthStore {
     fn with<T>(&self, f: impl FnOnce(&mut HashMap<String, Entry>, u64) -> T) -> T {
         let mut entries = self.entries.lock().expect("oauth store lock");
         let now = now_ms();
-        if entries.len() > SWEEP_ABOVE {
-            entries.retain(|_, e| e.expires_at_ms > now);
+        if now.saturating_sub(entries.swept_at_ms) >= SWEEP_EVERY_MS {
+            entries.map.retain(|_, e| e.expires_at_ms > now);
+            entries.swept_at_ms = now;
         }
-        f(&mut entries, now)
+        f(&mut entries.map, now)
     }
 }
 

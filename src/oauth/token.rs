@@ -171,19 +171,33 @@ async fn authorization_code(
     // cannot be tried twice).
     let record = match server.store.take(code_key(code)).await {
         Ok(Some(record)) => record,
-        Ok(None) => {
-            return invalid_grant("the code is not valid: unknown, used already or expired");
-        }
+        Ok(None) => return replayed_or_unknown(server, code).await,
         Err(error) => return store_unavailable(&error),
     };
     let Ok(record) = serde_json::from_value::<CodeRecord>(record.value) else {
         return invalid_grant("the code is not valid");
     };
+    // A second use of this code (a replay) finds this and ends the grant the first made
+    // (RFC 9700 §4.5; OAuth 2.1 §4.1.3).
+    if let Err(error) = server
+        .store
+        .create(
+            spent_key(code),
+            json!({ "grant": record.grant_id }),
+            super::authorize::CODE_TTL,
+        )
+        .await
+    {
+        return store_unavailable(&error);
+    }
     if record.client_id != client_id {
         return invalid_grant("the code was issued to another client");
     }
-    if form.get("redirect_uri") != Some(&record.redirect_uri) {
-        return invalid_grant("redirect_uri differs from the authorization request's");
+    // Required, and equal, when the authorization request named one (OAuth 2.1 §4.1.3).
+    match form.get("redirect_uri") {
+        Some(given) if *given == record.redirect_uri => {}
+        None if !record.redirect_uri_given => {}
+        _ => return invalid_grant("redirect_uri differs from the authorization request's"),
     }
     if !keys::same(&keys::s256(verifier), &record.code_challenge) {
         return invalid_grant("code_verifier does not match the code_challenge");
@@ -219,6 +233,13 @@ async fn refresh(
     let narrowed: Option<Vec<String>> = form
         .get("scope")
         .map(|s| s.split_whitespace().map(str::to_string).collect());
+    // An expired registration's client must register again (MCP clients do on invalid_client);
+    // a live one is kept another idle period below: it is in use.
+    let client = match server.client(client_id).await {
+        Ok(client) => client,
+        Err(ClientError::Store(error)) => return store_unavailable(&error),
+        Err(refused) => return invalid_client(&refused.to_string()),
+    };
     let presented = keys::hash(secret);
     // A concurrent rotation of the same grant: read again (a few times at most).
     for _ in 0..4 {
@@ -284,6 +305,9 @@ async fn refresh(
             .await;
         match replaced {
             Ok(true) => {
+                if let Err(error) = server.keep_client(&client).await {
+                    tracing::warn!(%error, "could not extend a client's registration");
+                }
                 let mut answer = access_token(
                     server,
                     client_id,
@@ -303,6 +327,34 @@ async fn refresh(
         "temporarily_unavailable",
         "the grant is being refreshed concurrently; try again",
     )
+}
+
+fn spent_key(code: &str) -> String {
+    format!("spent#{}", keys::hash(code))
+}
+
+/// A code the store does not hold: never issued, expired, or used already; used already, the
+/// grant it made is ended, for whoever used it first may not have been its client.
+async fn replayed_or_unknown(server: &AuthorizationServer, code: &str) -> Response<Bytes> {
+    let spent = match server.store.get(spent_key(code)).await {
+        Ok(spent) => spent,
+        Err(error) => return store_unavailable(&error),
+    };
+    if let Some(grant_id) = spent
+        .as_ref()
+        .and_then(|s| s.value.get("grant"))
+        .and_then(Value::as_str)
+    {
+        tracing::warn!("an authorization code was used twice: its grant is revoked");
+        if let Ok(Some(record)) = server.store.get(grant_key(grant_id)).await
+            && let Ok(grant) = serde_json::from_value::<Grant>(record.value)
+            && let Err(error) = end_grant(server, grant_id, &grant).await
+        {
+            return store_unavailable(&error);
+        }
+        return invalid_grant("the code was used already; the authorization it made is revoked");
+    }
+    invalid_grant("the code is not valid: unknown, used already or expired")
 }
 
 /// `POST /oauth/revoke` (RFC 7009): a refresh token ends its grant; anything else is answered

@@ -339,7 +339,13 @@ impl Upstream {
             document
                 .get(name)
                 .and_then(Value::as_str)
-                .filter(|v| v.starts_with("https://") || v.starts_with("http://"))
+                // An https provider's endpoints are https: the client secret and the codes
+                // never cross the network in the clear (http only for a provider on http, as
+                // a local stand-in is).
+                .filter(|v| {
+                    v.starts_with("https://")
+                        || (v.starts_with("http://") && self.settings.issuer.starts_with("http://"))
+                })
                 .map(str::to_string)
                 .ok_or_else(|| UpstreamError::Unavailable(format!("{url} names no {name}")))
         };
@@ -380,13 +386,21 @@ impl Upstream {
         Ok(document)
     }
 
+    /// Sends `request` and reads its JSON answer. A GET is sent again on a new connection when a
+    /// pooled one was lost before any answer; a POST (the token endpoint's grants, which must
+    /// not apply twice) goes once, on a new connection.
     async fn send(
         &self,
         request: Request<Full<Bytes>>,
         url: &str,
     ) -> Result<(http::StatusCode, Value), UpstreamError> {
         let unavailable = |why: String| UpstreamError::Unavailable(format!("{url}: {why}"));
-        let response = tokio::time::timeout(FETCH_TIMEOUT, self.client.send(request))
+        let sent = if request.method() == http::Method::POST {
+            futures::future::Either::Left(self.client.send_once(request))
+        } else {
+            futures::future::Either::Right(self.client.send(request))
+        };
+        let response = tokio::time::timeout(FETCH_TIMEOUT, sent)
             .await
             .map_err(|_| unavailable(format!("no answer within {FETCH_TIMEOUT:?}")))?
             .map_err(|e| unavailable(e.to_string()))?;

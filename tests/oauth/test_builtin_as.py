@@ -308,11 +308,61 @@ def test_a_bad_authorization_request_goes_back_with_an_error(server, overrides, 
     assert query["iss"] == origin(server)
 
 
-def test_a_code_is_single_use(server):
+def test_a_code_is_single_use_and_a_replay_revokes_what_it_gave(server):
     client_id, code, verifier, _ = login(server)
-    assert exchange(server, client_id, code, verifier).status_code == 200
+    first = exchange(server, client_id, code, verifier)
+    assert first.status_code == 200
     again = exchange(server, client_id, code, verifier)
     assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+    assert "revoked" in again.json()["error_description"]
+    # The first exchange's refresh token died with its grant (RFC 9700 §4.5).
+    r = refresh(server, client_id, first.json()["refresh_token"])
+    assert r.status_code == 400 and r.json()["error"] == "invalid_grant", r.text
+
+
+def test_a_crafted_loopback_redirect_uri_gets_an_error_page_not_a_5xx(server):
+    client = register(server)
+    _, challenge = s.pkce()
+    for crafted in ["http://127.0.0.1:5/callback\n", "http://127.0.0.1:5/call\x01back",
+                    "http://0x7f.1:8976/callback"]:
+        r = httpx2.get(authorization_url(server, client["client_id"], challenge,
+                                         redirect_uri=crafted, response_type=None), timeout=5)
+        no_redirect(r)
+
+
+def test_the_redirect_uri_may_be_left_out_when_the_client_registered_one(server):
+    client = register(server)
+    verifier, challenge = s.pkce()
+    back = s.sign_in(authorization_url(server, client["client_id"], challenge, redirect_uri=None), "judy")
+    assert "code" in back, back
+    form = {"grant_type": "authorization_code", "code": back["code"], "client_id": client["client_id"],
+            "code_verifier": verifier, "resource": server}
+    r = httpx2.post(as_metadata(server)["token_endpoint"], data=form, timeout=10)
+    assert r.status_code == 200, r.text
+
+
+def test_browser_clients_may_ask_before_registering(server):
+    r = httpx2.options(as_metadata(server)["registration_endpoint"], timeout=5, headers={
+        "Origin": "http://localhost:6274", "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type"})
+    assert r.status_code == 204 and r.headers["access-control-allow-origin"] == "*", r.headers
+    assert "content-type" in r.headers["access-control-allow-headers"]
+
+
+def test_a_head_request_spends_nothing(server):
+    client = register(server)
+    _, challenge = s.pkce()
+    assert httpx2.head(authorization_url(server, client["client_id"], challenge), timeout=5).status_code == 405
+    assert httpx2.head(f"{origin(server)}/oauth/callback?state=x&code=y", timeout=5).status_code == 405
+
+
+def test_registration_keeps_what_this_server_offers(server):
+    answer = register(server, grant_types=["authorization_code", "refresh_token",
+                                           "urn:ietf:params:oauth:grant-type:device_code"])
+    assert answer["grant_types"] == ["authorization_code", "refresh_token"]
+    r = httpx2.post(as_metadata(server)["registration_endpoint"],
+                    json={"redirect_uris": [REDIRECT], "grant_types": ["client_credentials"]}, timeout=5)
+    assert r.status_code == 400 and r.json()["error"] == "invalid_client_metadata", r.text
 
 
 def test_a_wrong_verifier_is_refused_and_spends_the_code(server):

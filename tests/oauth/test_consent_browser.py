@@ -285,8 +285,10 @@ def test_the_consent_page_names_the_client_where_it_sends_you_and_the_scopes(ser
     notes = fresh.find_elements(By.CSS_SELECTOR, '[role="note"]')
     assert len(notes) == 1 and "this device" in notes[0].text, page_summary(fresh)
     # The CSRF cookie the answer must carry: set, out of scripts' reach, not sent cross-site.
-    cookie = fresh.get_cookie("mcp-oauth-csrf")
-    assert cookie, "the consent page set no mcp-oauth-csrf cookie: its answer will be refused"
+    # One per consent page (a second tab does not overwrite the first's): mcp-oauth-csrf-<id>.
+    csrf = [c for c in fresh.get_cookies() if c["name"].startswith("mcp-oauth-csrf-")]
+    assert len(csrf) == 1, "the consent page set no mcp-oauth-csrf-… cookie: its answer will be refused"
+    cookie = csrf[0]
     assert cookie["httpOnly"] and cookie["sameSite"] == "Lax", cookie
 
 
@@ -335,7 +337,8 @@ def test_approving_goes_through_the_upstream_login_and_back_with_a_code(server, 
     upstream_login(fresh, upstream, login=f"browser-{by}")
     wait_until_at(fresh, site.callback, "the client's redirect URI")
     # The answer spent the CSRF cookie, and the callback the login's binding cookie.
-    assert fresh.get_cookie("mcp-oauth-csrf") is None and fresh.get_cookie("mcp-oauth-login") is None
+    left = [c["name"] for c in fresh.get_cookies() if c["name"].startswith("mcp-oauth-")]
+    assert left == [], left
     back = site.received[-1]
     assert set(back) == {"code", "state", "iss"}, back
     assert back["state"] == flow.state and back["iss"] == origin(server), back
