@@ -84,9 +84,10 @@ EOF
 
 # BENCH_BEFORE=DIR: a before/after of a change instead of the run above: DIR/basket (an older
 # tree's, built the same way) and this tree's basket, each beside the same hello, in alternating
-# passes of the driver (BENCH_AB_PASSES, 3; BENCH_OPS as set, hello and tools/list by default),
-# CPU per invocation read as a ratio to the hello of the same pass. Its report stays in the run's
-# folder (ab.md); BENCHMARKS.md is not touched.
+# passes of the driver (BENCH_AB_PASSES, 3; BENCH_AB_INITS starts of each function per pass, 2;
+# BENCH_OPS as set, hello and tools/list by default), CPU per invocation read as a ratio to the
+# hello of the same pass, and the starts' INIT and resident memory as medians over the passes.
+# Its report stays in the run's folder (ab.md); BENCHMARKS.md is not touched.
 if [ -n "${BENCH_BEFORE:-}" ]; then
   [ -x "$BENCH_BEFORE/basket" ] || { fail "BENCH_BEFORE: no $BENCH_BEFORE/basket"; finish; }
   export BENCH_OPS=${BENCH_OPS:-hello,tools/list}
@@ -95,7 +96,7 @@ if [ -n "${BENCH_BEFORE:-}" ]; then
       basket="$BIN/basket"; [ "$side" = before ] && basket="$BENCH_BEFORE/basket"
       echo "==> pass $pass_no, $side: $basket ($BENCH_OPS)"
       if "$BIN/examples/bench_lambda_runtime" "$basket" "$BIN/examples/bench_lambda_hello" \
-        "$ENDPOINT" "$OUT/$side-$pass_no.jsonl" "$OUT" 2 "$ROUNDS" "$BATCH" 0 0 \
+        "$ENDPOINT" "$OUT/$side-$pass_no.jsonl" "$OUT" "${BENCH_AB_INITS:-2}" "$ROUNDS" "$BATCH" 0 0 \
         2>"$OUT/driver-$side-$pass_no.log"; then
         pass "$side, pass $pass_no: every invocation answered"
       else

@@ -523,6 +523,44 @@ def ab(folder):
         b, a = summary.get((op, "before")), summary.get((op, "after"))
         if b and a:
             out.append(f"- {op}: after ÷ before, CPU per invocation {a[0] / b[0]:.2f}; as a ratio to the hello {a[1]:.2f}× against {b[1]:.2f}×.")
+    out += ["", ab_starts(folder)]
+    return "\n".join(out)
+
+
+def ab_starts(folder):
+    """The starts of the before/after passes: the basket's INIT (exec → first /next), its CPU by
+    INIT's end, its resident memory at INIT's end and after its cold tools/list (when the driver
+    records them), medians over every pass, after ÷ before; the hello's INIT beside them."""
+    import glob
+    starts = {}
+    for path in glob.glob(os.path.join(folder, "before-*.jsonl")) + glob.glob(os.path.join(folder, "after-*.jsonl")):
+        side = os.path.basename(path).split("-")[0]
+        for rec in map(json.loads, open(path)):
+            if rec.get("kind") == "init":
+                starts.setdefault((rec["function"], side), []).append(rec)
+    ms_per_tick = 1e3 / os.sysconf("SC_CLK_TCK")
+    fields = [
+        ("INIT ms", "init_ms", 1, ".2f"),
+        ("CPU by INIT's end (whole 10 ms ticks: the mean), ms", "init_cpu_ticks", ms_per_tick, ".1f"),
+        ("first invocation (cold tools/list), ms", "first_duration_ms", 1, ".2f"),
+        ("RSS at INIT's end, KiB", "init_rss_kib", 1, ",.0f"),
+        ("peak RSS after the cold tools/list, KiB", "first_peak_rss_kib", 1, ",.0f"),
+    ]
+    out = ["| start, median (min–max), starts | function | before | after | after ÷ before |", "|---|---|---:|---:|---:|"]
+    for label, key, scale, f in fields:
+        for fn in ("basket", "hello"):
+            if fn == "hello" and key != "init_ms":
+                continue
+            cols = []
+            for side in ("before", "after"):
+                vs = [r[key] * scale for r in starts.get((fn, side), []) if key in r]
+                mid = statistics.mean if key == "init_cpu_ticks" else statistics.median
+                cols.append((mid(vs), min(vs), max(vs), len(vs)) if vs else None)
+            if not all(cols):
+                continue
+            (bm, bl, bh, bn), (am, al, ah, an) = cols
+            ratio = f"{am / bm:.3f}" if bm else "—"
+            out.append(f"| {label} | {fn} | {bm:{f}} ({bl:{f}}–{bh:{f}}), {bn} | {am:{f}} ({al:{f}}–{ah:{f}}), {an} | {ratio} |")
     return "\n".join(out)
 
 

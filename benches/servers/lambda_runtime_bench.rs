@@ -203,9 +203,11 @@ impl Bench {
                     Function::start(&self.basket, &pairs(env), &self.logs.join(log)).await?
                 };
                 let (init, ticks) = function.init().await?;
+                let (_, init_rss_kib) = function.memory_kib();
                 self.next_rpc += 1;
                 let event = mcp_event(self.next_rpc, "tools/list", json!({}), token);
                 let (duration, latency, body) = function.invoke(&event).await?;
+                let (first_peak_rss_kib, first_rss_kib) = function.memory_kib();
                 if !hello {
                     result_of(&body).map_err(|e| format!("cold tools/list ({kind}): {e}"))?;
                 }
@@ -218,6 +220,9 @@ impl Bench {
                     "init_cpu_ticks": ticks,
                     "first_duration_ms": duration.as_secs_f64() * 1e3,
                     "first_latency_ms": latency.as_secs_f64() * 1e3,
+                    "init_rss_kib": init_rss_kib,
+                    "first_peak_rss_kib": first_peak_rss_kib,
+                    "first_rss_kib": first_rss_kib,
                 });
                 if let (Some(record), Some(extra)) = (record.as_object_mut(), extra.as_object()) {
                     record.extend(extra.clone());
