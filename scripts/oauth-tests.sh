@@ -21,6 +21,12 @@
 #     (tests/oauth/ts_builtin_client.mjs, run by test_builtin_ts.py) by DCR and by CIMD, from
 #     the first 401 through the consent page and the upstream login to a tool call, a refresh,
 #     no warnings;
+#   - the built-in authorization server in front of an emulated Amazon Cognito user pool
+#     (MiniStack 1.5.33, test_builtin_cognito.py): the Python client by DCR through the consent
+#     page and Cognito's managed sign-in to a tool call as the Cognito user, the pool found by its
+#     real issuer name `https://cognito-idp.<region>.amazonaws.com/<pool>`, which resolves to the
+#     emulator only inside a network namespace of the test's own (`unshare`: unprivileged user
+#     namespaces, and iproute2's `ip`);
 #   - the built-in authorization server's consent page in headless Chromium with JavaScript off
 #     (test_consent_browser.py, Selenium and Debian's chromedriver): what it names, its buttons
 #     by keyboard and mouse, approval through the upstream's login to the client's redirect URI,
@@ -37,10 +43,10 @@
 # Installs from tests/oauth/package.json and package-lock.json (exact versions, a Node 22 among
 # them: oidc-provider 9 supports Node 22 LTS and later) into $MCP_WORK/oauth-node, again only
 # when those change, the Python client and Selenium into the venv of scripts/tools.sh, and
-# Debian's chromium and chromium-driver with apt-get when /usr/bin has none; network: only the
-# npm registry, PyPI and Debian's packages, only then. The AS, each basket (a clean
-# environment, a free port, audience = its own URL) and the proxy listen on 127.0.0.1 only and
-# are stopped on exit.
+# Debian's chromium and chromium-driver with apt-get when /usr/bin has none, MiniStack into a venv
+# of its own; network: only the npm registry, PyPI and Debian's packages, only then. The AS,
+# each basket (a clean environment, a free port, audience = its own URL), the proxy and MiniStack
+# (in its namespace) listen on 127.0.0.1 only and are stopped on exit.
 # Each test is one check; the last line is `oauth: N passed, M failed` (a skipped test counts
 # as failed), and the exit status is non-zero if any failed.
 set -uo pipefail
@@ -81,6 +87,11 @@ node=$OAUTH_NODE
 TOOLS_LOG="$MCP_WORK/oauth-pip.log" install_mcp_client
 "$MCP_PYTHON" -c 'import mcp, pytest' 2>/dev/null \
   || { cat "$MCP_WORK/oauth-pip.log" 2>/dev/null; abort setup "the Python client did not install"; }
+
+# (2a) MiniStack, the Cognito emulator of test_builtin_cognito.py (scripts/tools.sh's venv). If it
+# cannot be installed, that module's tests fail, never skip.
+TOOLS_LOG="$MCP_WORK/oauth-ministack.log" install_ministack \
+  || { tail -n 20 "$MCP_WORK/oauth-ministack.log" 2>/dev/null; echo "oauth: MiniStack did not install: the Cognito tests will fail"; }
 
 # (2b) The browser of test_consent_browser.py. If it cannot be installed the other suites still
 # run; that module's tests fail (each names what is missing), never skip.
@@ -131,6 +142,7 @@ echo "oauth: AS at $issuer"
 # -p no:cacheprovider: nothing written into the checkout.
 (cd "$root/tests/oauth" && env OAUTH_ISSUER="$issuer" OAUTH_NODE="$node" OAUTH_NODE_DIR="$dir" \
   OAUTH_LOGS="$scratch/logs" BASKET_BIN="$bin" PROFILE_BIN="$profile_bin" \
+  MINISTACK="$MINISTACK" MINISTACK_PYTHON="$MINISTACK_PYTHON" \
   "$MCP_PYTHON" -m pytest -q -p no:cacheprovider -rfEs --junitxml="$scratch/junit.xml" . "$@")
 rc=$?
 counts=$("$MCP_PYTHON" - "$scratch/junit.xml" <<'EOF'

@@ -13,6 +13,9 @@
 #                              $OAUTH_NODE, $OAUTH_NODE_DIR)
 #   install_browser            Debian's chromium and chromium-driver (apt-get, only when missing) and
 #                              Selenium 4.51.0 in venv-clients (after install_mcp_client)
+#   install_ministack          MiniStack 1.5.33, an AWS emulator whose Cognito user pools have managed
+#                              login, with cryptography 51.0.1 (signed tokens, its TLS certificate)
+#                              (venv-ministack: $MINISTACK, $MINISTACK_PYTHON)
 #
 # A failed install's pip output goes to $TOOLS_LOG (default: the terminal); npm's and the reason
 # an npm install failed go to the terminal, and the function returns 1.
@@ -95,6 +98,15 @@ install_browser() {
   fi
   "$MCP_WORK/venv-clients/bin/python" -c 'import importlib.metadata as m; assert m.version("selenium") == "4.51.0"' 2>/dev/null \
     || "$MCP_WORK/venv-clients/bin/pip" install -q 'selenium==4.51.0' >>"${TOOLS_LOG:-/dev/stderr}" 2>&1
+}
+
+# MiniStack signs tokens and serves TLS only with the optional `cryptography` (its `full` extra
+# would add Docker, database drivers and more): that one is pinned beside it.
+install_ministack() {
+  tools_venv ministack 'import ministack, cryptography, importlib.metadata as m; assert m.version("ministack") == "1.5.33" and m.version("cryptography") == "51.0.1"' \
+    'ministack==1.5.33' 'cryptography==51.0.1'
+  MINISTACK="$MCP_WORK/venv-ministack/bin/ministack"
+  MINISTACK_PYTHON="$MCP_WORK/venv-ministack/bin/python"
 }
 
 # --- A user's crate outside the repository (scripts/quickstart-tests.sh, starter-tests.sh) ----

@@ -62,12 +62,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def basket(binary: str | None = None, **env_overrides):
+def basket(binary: str | None = None, port: int | None = None, **env_overrides):
     """Runs the basket (or `binary`, another server) with auth on against the AS and
-    `env_overrides`, with a clean environment, on a free port; its audience is the URL it
-    serves (RFC 8707: the `resource` the clients will ask for). Yields that URL; the server log
-    is in $OAUTH_LOGS."""
-    port = free_port()
+    `env_overrides`, with a clean environment, on `port` or a free one; its audience is the URL
+    it serves (RFC 8707: the `resource` the clients will ask for). Yields that URL; the server
+    log is in $OAUTH_LOGS."""
+    port = port or free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     env = {
         "PATH": os.environ["PATH"],
@@ -152,13 +152,14 @@ _ATTR = re.compile(r"(\w+)=\"([^\"]*)\"")
 
 
 def sign_in(authorization_url: str, login: str = "alice", redirect_uri: str = REDIRECT_URI,
-            deliver: bool = False) -> dict[str, str]:
-    """Follows an authorization URL as a browser would: the AS's login form (any login is the
-    subject), its consent form, redirects; returns the query the AS redirected back with
-    (`code`, `state`, `iss`, or `error`). Cookies are kept, as a browser keeps them. With
-    `deliver`, the browser also loads that last redirect, as sent, for a client listening at
-    `redirect_uri` (which must answer 200)."""
-    with httpx2.Client(follow_redirects=False, timeout=10) as browser:
+            deliver: bool = False, password: str = "any password", verify=True) -> dict[str, str]:
+    """Follows an authorization URL as a browser would: the AS's login form (oidc-provider's
+    `login`, where any login is the subject, or Cognito's `username`, with `password`), its
+    consent form, redirects; returns the query the AS redirected back with (`code`, `state`,
+    `iss`, or `error`). Cookies are kept, as a browser keeps them. With `deliver`, the browser
+    also loads that last redirect, as sent, for a client listening at `redirect_uri` (which
+    must answer 200). `verify`: the CA file https pages are checked with."""
+    with httpx2.Client(follow_redirects=False, timeout=10, verify=verify) as browser:
         response = browser.get(authorization_url)
         for _ in range(20):
             if response.status_code in (301, 302, 303, 307, 308):
@@ -186,7 +187,9 @@ def sign_in(authorization_url: str, login: str = "alice", redirect_uri: str = RE
                     fields[a["name"]] = html.unescape(a.get("value", ""))
                     break
             if "login" in fields:
-                fields.update(login=login, password="any password")
+                fields.update(login=login, password=password)
+            elif "username" in fields:
+                fields.update(username=login, password=password)
             action = urljoin(str(response.url), html.unescape(form.group(1)))
             response = browser.post(action, data=fields)
         raise AssertionError("the authorization did not come back to the redirect URI")
