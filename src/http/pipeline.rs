@@ -291,7 +291,9 @@ impl<H: ServerHandler> McpService<H> {
         if let Some(oauth) = &self.front.oauth
             && let Some(endpoint) = oauth.route(request.method(), path)
         {
-            return Ok(oauth_answer(oauth, endpoint, request).await);
+            // Boxed, as every step that may wait on the network: a login's state is kilobytes,
+            // and only these few requests need it.
+            return Ok(Box::pin(oauth_answer(oauth, endpoint, request)).await);
         }
         match (request.method(), path) {
             (&Method::GET | &Method::HEAD, "/healthz") => Ok(text_response(StatusCode::OK, "ok\n")),
