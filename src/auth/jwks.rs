@@ -9,7 +9,8 @@
 //!
 //! - after a fetch that **succeeded**, none for `MCP_AUTH_JWKS_MIN_REFRESH_SECS` (60 s by
 //!   default): a stranger's made-up `kid`s cannot make every request a fetch;
-//! - after a fetch that **failed**, none for [`FAILED_FETCH_PAUSE`] (1 s): a failure is no key
+//! - after a fetch that **failed**, none for [`FAILED_FETCH_PAUSE`] (1 s, or the minimum
+//!   interval when that is shorter: an interval of 0 pauses nothing): a failure is no key
 //!   set, so it does not hold back the next fetch for the whole interval (a token signed with a
 //!   rotated key would be refused for a minute after one lost connection or one bad answer),
 //!   but an issuer that is down still costs at most one fetch a second, not one per request.
@@ -70,12 +71,12 @@ struct Fetched {
 
 impl Fetched {
     /// Whether a refresh now would come too soon after the last fetch: `min_refresh` after a
-    /// success, [`FAILED_FETCH_PAUSE`] after a failure.
+    /// success, [`FAILED_FETCH_PAUSE`] (at most `min_refresh`) after a failure.
     fn too_soon(&self, min_refresh: Duration) -> bool {
         self.succeeded.is_some_and(|at| at.elapsed() < min_refresh)
             || self
                 .failed
-                .is_some_and(|at| at.elapsed() < FAILED_FETCH_PAUSE)
+                .is_some_and(|at| at.elapsed() < FAILED_FETCH_PAUSE.min(min_refresh))
     }
 
     /// Records how a fetch ended.
