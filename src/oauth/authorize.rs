@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     AUTHORIZE_PATH, AuthorizationServer, cimd, cookie, error_page, html, keys, page, parameters,
     redirect,
-    register::{Client, ClientError},
+    register::{self, Client, ClientError},
 };
 
 const FLOW_TTL: Duration = Duration::from_secs(600);
@@ -617,7 +617,11 @@ pub(crate) async fn callback(server: &AuthorizationServer, parts: &Parts) -> Res
                 CODE_TTL,
             )
             .await?;
-        if let Ok(client) = server.client(&pending.client_id).await {
+        // Only a registration expires when unused: a document's or a configured client's id is
+        // not looked up again (a document would be fetched again for nothing).
+        if register::is_registered_id(&pending.client_id)
+            && let Ok(client) = server.client(&pending.client_id).await
+        {
             keep_client_quietly(server, &client).await;
         }
         Ok::<_, super::store::StoreError>(())

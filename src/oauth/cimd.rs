@@ -223,7 +223,7 @@ impl ClientDocuments {
         {
             return Ok(client.clone());
         }
-        let parsed = self.check_url(url)?;
+        self.check_url(url)?;
         if let Some((why, at)) = self.failed.lock().expect("cache lock").get(url)
             && at.elapsed() < FAILURE_PAUSE
         {
@@ -232,7 +232,7 @@ impl ClientDocuments {
                 FAILURE_PAUSE.as_secs()
             )));
         }
-        let fetched = tokio::time::timeout(FETCH_TIMEOUT, self.fetch(url, &parsed))
+        let fetched = tokio::time::timeout(FETCH_TIMEOUT, self.fetch(url))
             .await
             .map_err(|_| DocumentError::Fetch(format!("no whole answer within {FETCH_TIMEOUT:?}")))
             .and_then(|answer| answer);
@@ -265,7 +265,7 @@ impl ClientDocuments {
         Ok(client)
     }
 
-    fn check_url(&self, url: &str) -> Result<Url, DocumentError> {
+    fn check_url(&self, url: &str) -> Result<(), DocumentError> {
         if url.len() > MAX_URL_BYTES {
             return Err(DocumentError::Url("longer than 2000 bytes"));
         }
@@ -309,14 +309,10 @@ impl ClientDocuments {
                 "it names a private, loopback or reserved address",
             ));
         }
-        Ok(parsed)
+        Ok(())
     }
 
-    async fn fetch(
-        &self,
-        url: &str,
-        parsed: &Url,
-    ) -> Result<(OAuthClient, Option<Duration>), DocumentError> {
+    async fn fetch(&self, url: &str) -> Result<(OAuthClient, Option<Duration>), DocumentError> {
         let request = Request::get(url)
             .header(header::ACCEPT, "application/json")
             .header(header::USER_AGENT, "mcp-lambda (client metadata document)")
@@ -358,11 +354,11 @@ impl ClientDocuments {
             .filter(serde_json::Value::is_object)
             .and_then(|v| serde_json::from_value(v).ok())
             .ok_or_else(|| DocumentError::Invalid("not a JSON object of client metadata".into()))?;
-        Ok((validate(url, parsed, document)?, max_age))
+        Ok((validate(url, document)?, max_age))
     }
 }
 
-fn validate(url: &str, parsed: &Url, document: Document) -> Result<OAuthClient, DocumentError> {
+fn validate(url: &str, document: Document) -> Result<OAuthClient, DocumentError> {
     let invalid = |why: String| Err(DocumentError::Invalid(why));
     if document.client_id != url {
         return invalid("its client_id is not the URL it was fetched from".into());
@@ -410,7 +406,6 @@ fn validate(url: &str, parsed: &Url, document: Document) -> Result<OAuthClient, 
     {
         return invalid("it does not name the response type code".into());
     }
-    let _ = parsed;
     Ok(OAuthClient {
         client_id: url.to_string(),
         client_name: Some(super::register::shown_name(&name)),
@@ -512,9 +507,8 @@ mod tests {
     #[test]
     fn a_document_must_name_itself_and_list_registrable_redirects() {
         let url = "https://app.example.com/c.json";
-        let parsed = Url::parse(url).unwrap();
         let doc = |json: serde_json::Value| serde_json::from_value::<Document>(json).unwrap();
-        let ok = validate(url, &parsed, doc(serde_json::json!({
+        let ok = validate(url, doc(serde_json::json!({
             "client_id": url, "client_name": "App", "redirect_uris": ["https://app.example.com/cb"],
         })))
         .unwrap();
@@ -526,7 +520,7 @@ mod tests {
             serde_json::json!({"client_id": url, "client_name": "A", "redirect_uris": ["javascript:alert(1)"]}),
             serde_json::json!({"client_id": url, "client_name": "A", "redirect_uris": ["https://a.example.com/cb"], "token_endpoint_auth_method": "private_key_jwt"}),
         ] {
-            assert!(validate(url, &parsed, doc(bad.clone())).is_err(), "{bad}");
+            assert!(validate(url, doc(bad.clone())).is_err(), "{bad}");
         }
     }
 

@@ -91,6 +91,21 @@ where
         .is_some_and(|code| code == "ConditionalCheckFailedException")
 }
 
+/// A conditional write's answer: `true` applied, `false` its condition refused it.
+fn conditional<T, E, R>(
+    answer: Result<T, aws_sdk_dynamodb::error::SdkError<E, R>>,
+) -> Result<bool, StoreError>
+where
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    match answer {
+        Ok(_) => Ok(true),
+        Err(e) if condition_failed(&e) => Ok(false),
+        Err(e) => Err(unavailable(&e)),
+    }
+}
+
 impl DynamoDbOAuthStore {
     pub(crate) fn new(table: Table) -> Self {
         Self { table }
@@ -134,11 +149,7 @@ impl OAuthStore for DynamoDbOAuthStore {
                 .put_item(item(&name, &value, 1, expiry_ms(now, ttl)))
                 .condition_expression("attribute_not_exists(pk) OR expires_at_ms <= :now")
                 .expression_attribute_values(":now", n(now));
-            match self.table.answer(|| request.clone().send()).await {
-                Ok(_) => Ok(true),
-                Err(e) if condition_failed(&e) => Ok(false),
-                Err(e) => Err(unavailable(&e)),
-            }
+            conditional(self.table.answer(|| request.clone().send()).await)
         })
     }
 
@@ -196,11 +207,7 @@ impl OAuthStore for DynamoDbOAuthStore {
                 .condition_expression("version = :version AND expires_at_ms > :now")
                 .expression_attribute_values(":version", n(version))
                 .expression_attribute_values(":now", n(now));
-            match self.table.answer(|| request.clone().send()).await {
-                Ok(_) => Ok(true),
-                Err(e) if condition_failed(&e) => Ok(false),
-                Err(e) => Err(unavailable(&e)),
-            }
+            conditional(self.table.answer(|| request.clone().send()).await)
         })
     }
 
@@ -236,11 +243,7 @@ impl OAuthStore for DynamoDbOAuthStore {
                 .expression_attribute_values(":limit", n(limit))
                 .expression_attribute_values(":secs", n(expires.div_ceil(1000)))
                 .expression_attribute_values(":ms", n(expires));
-            match self.table.answer(|| request.clone().send()).await {
-                Ok(_) => Ok(true),
-                Err(e) if condition_failed(&e) => Ok(false),
-                Err(e) => Err(unavailable(&e)),
-            }
+            conditional(self.table.answer(|| request.clone().send()).await)
         })
     }
 }

@@ -39,6 +39,11 @@ impl Client {
     }
 }
 
+/// Whether `client_id` is one dynamic registration made (the only kind that expires unused).
+pub(crate) fn is_registered_id(client_id: &str) -> bool {
+    client_id.starts_with(REGISTERED_PREFIX) && client_id.len() <= 64
+}
+
 fn client_key(client_id: &str) -> String {
     format!("client#{client_id}")
 }
@@ -74,7 +79,7 @@ impl AuthorizationServer {
         if super::cimd::is_document_id(client_id) {
             return Ok(self.documents.client(client_id).await?);
         }
-        if !client_id.starts_with(REGISTERED_PREFIX) || client_id.len() > 64 {
+        if !is_registered_id(client_id) {
             return Err(ClientError::Unknown);
         }
         let record = self.store.get(client_key(client_id)).await?;
