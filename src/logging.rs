@@ -131,8 +131,8 @@ impl LogSettings {
                 .with(quiet)
                 .try_init(),
             // Colours for a person at a terminal only: a log file, journald or a pipe gets
-            // plain text, and no request pays for styling its span's fields (BENCHMARKS.md,
-            // issue 32: most of what the fields cost).
+            // plain text, and no request pays for styling its span's fields (benches/history/issue-32.md:
+            // most of what the fields cost).
             Mode::Local => builder
                 .with_writer(std::io::stderr)
                 .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -146,7 +146,7 @@ impl LogSettings {
 /// A span's fields as a JSON object, as tracing-subscriber's `JsonFields` writes them, with a
 /// field recorded later spliced into the object. `JsonFields` parses the object into a map and
 /// writes it anew on every `Span::record` (about 8,700 instructions each), and the request span
-/// records three or four on every request (BENCHMARKS.md, "The request span's fields on Lambda"). A field
+/// records three or four on every request (benches/history/issue-32.md, "The request span's fields on Lambda"). A field
 /// recorded twice is written twice; the JSON line formatter reads the object into a map, where
 /// the later value wins, as `JsonFields`' own map made it.
 #[derive(Debug, Default)]

@@ -424,7 +424,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
             .unwrap_or_default();
         // Boxed, as `call_tool`'s body: rmcp holds the handler's futures inline in the task it
         // spawns per request and moves that task whole (tokio's `Cell::new`, `set_stage`), so
-        // the largest of them sets what every request copies (BENCHMARKS.md, issue 32).
+        // the largest of them sets what every request copies (benches/history/issue-32.md).
         Box::pin(listen::stream::run(context, listener, plan, limits)).await
     }
 

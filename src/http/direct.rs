@@ -7,7 +7,7 @@
 //! formatted error, for a `tools/list`), serializes the message back into a JSON value to
 //! compare the routing headers, then `serve_directly` spawns a service loop, a task waiting
 //! for it, the handler's task and the answer's send, over three channels, for one message
-//! (BENCHMARKS.md, "Where a request's instructions go"). Most of a request's instructions
+//! (benches/history/issue-32.md, "Where a request's instructions go"). Most of a request's instructions
 //! went there.
 //!
 //! A 2026-07-28 request that asks for no stream — no `progressToken`, no `logLevel`, not
@@ -232,7 +232,7 @@ impl<H: ServerHandler> Direct<H> {
 /// its answer (`Err`), as a task's would be.
 ///
 /// rmcp spawns a task per handler; on the local server's multi-threaded runtime that task may
-/// wake the other worker, and every request pays for it (BENCHMARKS.md, issue 32).
+/// wake the other worker, and every request pays for it (benches/history/issue-32.md).
 struct RunsToEnd<T: Send + 'static> {
     handler: Option<BoxFuture<'static, T>>,
     cancel: CancellationToken,

@@ -435,7 +435,7 @@ impl<H: ServerHandler> McpService<H> {
     ) -> Result<HttpResponse, Rejection> {
         // Both boxed: their states (rmcp's is several kilobytes) would otherwise sit inline in
         // every request's future, refusals included, and be copied with it wherever it moves
-        // (BENCHMARKS.md, issue 32).
+        // (benches/history/issue-32.md).
         let response = match Box::pin(self.direct.answer(parts, checked)).await {
             Ok(response) => response,
             Err(parts) => {
