@@ -24,9 +24,9 @@ use mcp_lambda::{App, McpService};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetMeta as _,
-        Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-        ServerCapabilities, ServerConfig,
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+        ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+        ServerConfig,
     },
     service::RequestContext,
 };
