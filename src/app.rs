@@ -15,9 +15,9 @@ use crate::{
     config::Config,
     env::Mode,
     error::Error,
-    handler::{Announce, HandleResource, Hosted, HostedSettings},
+    handler::{Announce, HandleResource, Hosted, HostedSettings, InProcess, MakeHosted, Rounds},
     handles::{HandleStore, Handles},
-    http::{Front, MakeHosted, McpService},
+    http::{Front, McpService},
     listen::{Announced, Changes, Listener, ResourceWatch, Watch},
     metrics::Metrics,
     oauth::{AuthorizationServer, MemoryOAuthStore, OAuthStore},
@@ -350,6 +350,7 @@ impl App {
             .with_metrics(metrics.clone()),
         );
         let make_hosted: MakeHosted<H> = Arc::new(move || Hosted::new(factory(), hosted.clone()));
+        let dispatch = Arc::new(InProcess::new(make_hosted.clone()));
         let rmcp = StreamableHttpService::new(
             {
                 let make_hosted = make_hosted.clone();
@@ -391,10 +392,10 @@ impl App {
             ))
         });
         let front = front.with_oauth(oauth);
-        let service = McpService::new(rmcp, make_hosted, front);
+        let service = McpService::new(rmcp, dispatch.clone(), front);
         if let Some(tasks) = &engine {
             let keys = config.request_state_keys.all();
-            tasks.set_runner(Arc::new(service.clone()), &config.http.path, keys);
+            tasks.set_runner(Arc::new(Rounds(dispatch)), &config.http.path, keys);
         }
         Server {
             local_tasks: engine.as_ref().is_some_and(|tasks| tasks.runs_locally()),

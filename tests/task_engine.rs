@@ -25,7 +25,8 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+        ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+        ServerConfig,
     },
     service::RequestContext,
 };
@@ -89,10 +90,21 @@ impl ServerHandler for Worker {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.runs.fetch_add(1, Ordering::SeqCst);
         let _running = Running::enter(&self.running);
+        if request.name == "progress" {
+            // Reports where it is to the client's progress token, then works a while: the
+            // engine records the report as the task's status line.
+            let token = context.meta.get_progress_token().expect("a progress token");
+            let param = ProgressNotificationParam::new(token, 1.0)
+                .with_total(2.0)
+                .with_message("halfway");
+            context.peer.notify_progress(param).await.expect("sent");
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            return Ok(CallToolResult::success(vec![ContentBlock::text("done")]).into());
+        }
         if request.name == "effect" {
             let ms = request.arguments.as_ref().and_then(|a| a.get("ms"));
             let ms = ms.and_then(Value::as_u64).unwrap_or(0);
@@ -195,10 +207,22 @@ async fn create(service: &McpService<Worker>, ms: u64) -> String {
 
 /// A `tools/call` from a client that declared the tasks extension (and elicitation).
 async fn call_as_task(service: &McpService<Worker>, params: Value) -> String {
+    call_as_task_with(service, params, None).await
+}
+
+/// [`call_as_task`], with a progress token.
+async fn call_as_task_with(
+    service: &McpService<Worker>,
+    params: Value,
+    progress_token: Option<&str>,
+) -> String {
     let (mut headers, body) = fixture::modern(json!(1), "tools/call", params);
     let mut body: Value = serde_json::from_slice(&body).unwrap();
     body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
         json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
+    if let Some(token) = progress_token {
+        body["params"]["_meta"]["progressToken"] = json!(token);
+    }
     headers.retain(|(k, _)| k != "content-length");
     let answer = fixture::post(service, (headers, serde_json::to_vec(&body).unwrap())).await;
     let created = answer.json();
@@ -254,6 +278,37 @@ async fn a_task_runs_once_and_its_result_is_read_back(store: Arc<dyn TaskStore>)
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["result"]["content"][0]["text"], "worked 100 ms");
     assert_eq!(s.runs.load(Ordering::SeqCst), 1);
+}
+
+/// A round's progress reaches the engine: the tool's `notifications/progress` (sent through
+/// the round's peer, in process) is what `tasks/get` shows as the task's status line while it
+/// works.
+async fn a_rounds_progress_is_the_tasks_status_message(store: Arc<dyn TaskStore>) {
+    let s = setup(settings(60_000), store);
+    let id = call_as_task_with(
+        &s.service,
+        json!({"name": "progress", "arguments": {}}),
+        Some("p-1"),
+    )
+    .await;
+    let started = Instant::now();
+    let mut seen = Vec::new();
+    let done = loop {
+        let task = get(&s.service, &id).await["result"].clone();
+        if let Some(message) = task["statusMessage"].as_str() {
+            seen.push(message.to_owned());
+        }
+        if task["status"] != "working" {
+            break task;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{task}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(
+        seen.iter().any(|m| m == "halfway"),
+        "the round's progress reached the task: {seen:?}"
+    );
 }
 
 async fn a_second_delivery_of_the_same_round_runs_nothing_and_loses_nothing(
@@ -750,6 +805,7 @@ macro_rules! on_both_stores {
 
 on_both_stores!(
     a_task_runs_once_and_its_result_is_read_back,
+    a_rounds_progress_is_the_tasks_status_message,
     a_second_delivery_of_the_same_round_runs_nothing_and_loses_nothing,
     a_worker_that_stops_leaves_the_task_failed_never_working,
     a_round_out_of_time_is_stopped_before_it_reads_failed,

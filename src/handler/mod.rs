@@ -24,6 +24,7 @@
 // Delegating the deprecated 2025-era methods keeps legacy clients working.
 #![allow(deprecated)]
 
+mod dispatch;
 mod handle_resource;
 mod lists;
 mod portable_schema;
@@ -46,6 +47,7 @@ use rmcp::{
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
 
+pub(crate) use dispatch::{InProcess, MakeHosted, Rounds};
 pub use handle_resource::HandleResource;
 pub use lists::ListSettings;
 use lists::{ListContext, strip_cursor};

@@ -43,11 +43,9 @@ mod pipeline;
 mod refusal;
 mod settings;
 mod strict_json;
-mod task_round;
 mod trace_context;
 
 pub(crate) use deadline::Deadline;
-pub(crate) use direct::MakeHosted;
 pub use origin_secret::OriginSecret;
 pub(crate) use pipeline::Front;
 pub use pipeline::McpService;

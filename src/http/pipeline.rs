@@ -38,7 +38,7 @@ use super::{
     bearer,
     body_limit::{self, RequestBody, request_body},
     cache_headers, cors,
-    direct::{Direct, MakeHosted},
+    direct::{self, Direct},
     envelope::{self, Checked, Era},
     host, listen, media_types, metering,
     origin_secret::{self, OriginSecretCheck},
@@ -48,7 +48,7 @@ use super::{
 };
 use crate::{
     auth::{Authenticator, Caller, metadata},
-    handler::Hosted,
+    handler::{Hosted, InProcess},
     listen::Listener,
     metrics::Metrics,
     oauth::{self, AuthorizationServer},
@@ -144,9 +144,11 @@ impl Front {
 /// (clones share everything).
 pub struct McpService<H> {
     rmcp: Arc<Rmcp<H>>,
-    /// rmcp's handler dispatch without its per-request service, where the answer is one
-    /// JSON message (`direct.rs`).
-    direct: Arc<Direct<H>>,
+    /// rmcp's handler dispatch in process: where the answer is one JSON message
+    /// (`direct.rs`), and for the list probe.
+    dispatch: Arc<InProcess<H>>,
+    /// Which requests take the dispatch directly.
+    direct: Arc<Direct>,
     front: Arc<Front>,
 }
 
@@ -154,6 +156,7 @@ impl<H> Clone for McpService<H> {
     fn clone(&self) -> Self {
         Self {
             rmcp: self.rmcp.clone(),
+            dispatch: self.dispatch.clone(),
             direct: self.direct.clone(),
             front: self.front.clone(),
         }
@@ -161,10 +164,11 @@ impl<H> Clone for McpService<H> {
 }
 
 impl<H: ServerHandler> McpService<H> {
-    /// The service over rmcp's, with `make` the factory rmcp's service makes its handler with.
-    pub(crate) fn new(rmcp: Rmcp<H>, make: MakeHosted<H>, front: Front) -> Self {
+    /// The service over rmcp's, with `dispatch` over the handlers rmcp's service makes.
+    pub(crate) fn new(rmcp: Rmcp<H>, dispatch: Arc<InProcess<H>>, front: Front) -> Self {
         Self {
-            direct: Arc::new(Direct::new(make, &front.settings.allowed_hosts)),
+            dispatch,
+            direct: Arc::new(Direct::new(&front.settings.allowed_hosts)),
             rmcp: Arc::new(rmcp),
             front: Arc::new(front),
         }
@@ -436,7 +440,7 @@ impl<H: ServerHandler> McpService<H> {
         // Both boxed: their states (rmcp's is several kilobytes) would otherwise sit inline in
         // every request's future, refusals included, and be copied with it wherever it moves
         // (benches/history/issue-32.md).
-        let response = match Box::pin(self.direct.answer(parts, checked)).await {
+        let response = match Box::pin(self.direct.answer(&self.dispatch, parts, checked)).await {
             Ok(response) => response,
             Err(parts) => {
                 // rmcp decodes the body itself: the parsed message is not needed while it runs.
@@ -463,7 +467,8 @@ impl<H: ServerHandler> McpService<H> {
         &self.front.settings.path
     }
 
-    /// A `Host` rmcp's allow-list accepts, for requests made in process.
+    /// A `Host` rmcp's allow-list accepts, for requests made in process
+    /// ([`TestClient`](crate::testing::TestClient)).
     pub(crate) fn host_for_internal_requests(&self) -> String {
         self.front
             .settings
@@ -474,32 +479,40 @@ impl<H: ServerHandler> McpService<H> {
             .to_owned()
     }
 
-    /// rmcp and the wrapped handler, without the front (for requests made in process).
-    pub(crate) async fn rmcp_handle(&self, request: Request<Full<Bytes>>) -> HttpResponse {
-        self.rmcp.handle(request).await
-    }
-
     /// With listen or metrics on, asks the handler once, in process, for its lists, so this
     /// instance's tool and prompt fingerprints are published before the first listener arrives
     /// and metrics know the names on them (Lambda INIT). The front is skipped (there is no
-    /// caller); an answer that fails (the handler has no such list, or wants a caller) leaves
-    /// both to the first real list request.
+    /// caller): each list goes through the in-process dispatch; an answer that fails (the
+    /// handler has no such list, or wants a caller) leaves both to the first real list request.
     pub(crate) async fn probe_lists(&self) {
-        let host = self.host_for_internal_requests();
         for &method in &self.front.probed_lists {
-            let params =
-                serde_json::json!({ "_meta": super::in_process::meta(serde_json::json!({})) });
-            let Ok(request) = super::in_process::request(
-                self.front.settings.path.as_str(),
-                &host,
-                serde_json::json!(0),
-                method,
-                params,
-            ) else {
+            let message = serde_json::json!({
+                "jsonrpc": "2.0",
+                "method": method,
+                "params": { "_meta": super::in_process::meta(serde_json::json!({})) },
+            });
+            let Some(request) = message
+                .as_object()
+                .and_then(|m| direct::decode(method, m.clone()))
+            else {
                 continue;
             };
-            let response = self.rmcp.handle(request).await;
-            tracing::debug!(method, status = response.status().as_u16(), "list probe");
+            let (mut parts, ()) = Request::new(()).into_parts();
+            parts.method = Method::POST;
+            let answer = InProcess::call(
+                self.dispatch.handler(),
+                rmcp::model::RequestId::Number(0),
+                request,
+                parts,
+                self.dispatch.closed_peer().await,
+            )
+            .await;
+            let outcome = match &answer {
+                Ok(Ok(_)) => "answered",
+                Ok(Err(_)) => "refused",
+                Err(_) => "panicked",
+            };
+            tracing::debug!(method, outcome, "list probe");
         }
     }
 }

@@ -36,8 +36,9 @@ pub enum RoundOutput {
     Error(Value),
 }
 
-/// Runs one round of a tool call in this process, through the same service a request takes
-/// (the HTTP front implements it). `progress` hears each progress message as it comes.
+/// Runs one round of a tool call in this process, through the handler's dispatch a request
+/// takes (`handler/dispatch.rs` implements it). `progress` hears each progress message as it
+/// comes.
 pub trait ToolRunner: Send + Sync + 'static {
     /// Runs `params` (a `tools/call`'s params, `_meta` included) as `caller`. When `stop`
     /// fires, the tool's future must be dropped (and rmcp's cancellation token fired) before

@@ -4,7 +4,7 @@
 //! A `tools/call` from a client that declared the extension on that request, for a tool whose
 //! [`TaskPolicy`] allows it, is recorded as a task (durably: a `tasks/get` from any instance
 //! finds it before the `CreateTaskResult` goes out) and handed to a worker. The worker runs the
-//! tool's rounds through the same rmcp service a request takes; a round that answers
+//! tool's rounds through rmcp's handler dispatch, in process, as a request's call is run; a round that answers
 //! `input_required` parks the task until `tasks/update` (from any instance) has answered every
 //! request, and the next round runs with the answers and the round's `requestState`, as a
 //! client retrying the call would send them.
