@@ -27,17 +27,18 @@ use crate::{
 
 /// The application: configuration first, then the server, then [`Server::run`].
 ///
-/// [`App::new`] serves a handler as it is; [`App::open`] also opens the handle store and the
-/// change feed the configuration names, so tools keep typed state in [`handles`](Self::handles),
-/// [`resource`](Self::resource) serves it as resources, and `subscriptions/listen` works with
-/// no more plumbing.
+/// One way to build it: [`App::load`] reads the configuration from the environment (or
+/// [`App::open`] takes one you built, e.g. [`Config::local_default`] in tests), and opens the
+/// handle store and the change feed it names, so tools keep typed state in
+/// [`handles`](Self::handles), [`resource`](Self::resource) serves it as resources, and
+/// `subscriptions/listen` works with no more plumbing. No constructor installs a log subscriber:
+/// [`Server::run`] does (or [`init_tracing`], to log earlier).
 ///
 /// ```no_run
 /// # #[derive(Clone)] struct MyServer;
 /// # impl mcp_lambda::rmcp::ServerHandler for MyServer {}
 /// # async fn demo() -> Result<(), mcp_lambda::Error> {
-/// let config = mcp_lambda::Config::load().await?;
-/// mcp_lambda::App::new(config).server(MyServer).run().await
+/// mcp_lambda::App::load().await?.server(MyServer).run().await
 /// # }
 /// ```
 pub struct App {
@@ -47,7 +48,7 @@ pub struct App {
     resources: Option<Arc<dyn ResourceWatch>>,
     handle_resources: Vec<HandleResource>,
     tasks: Option<(Arc<Tasks>, crate::tasks::TaskPolicies)>,
-    /// The authenticator, its keys' fetch started by [`load`](Self::load) or [`new`](Self::new).
+    /// The authenticator, its keys' fetch started by [`load`](Self::load) or [`open`](Self::open).
     auth: Option<Warming>,
     /// Where the built-in authorization server keeps its state; `None` = in memory.
     oauth_store: Option<Arc<dyn OAuthStore>>,
@@ -64,17 +65,21 @@ impl std::fmt::Debug for App {
 }
 
 impl App {
-    /// Starts from a configuration, and installs the log subscriber it describes (`MCP_LOG`;
-    /// a subscriber the program installed first is kept).
+    /// An app on `config` with no handle store opened and no change feed: for the crate's own
+    /// in-process tests and benchmarks, which serve a handler without them. A server uses
+    /// [`load`](Self::load) or [`open`](Self::open), which open both.
+    #[doc(hidden)]
     pub fn new(config: Config) -> Self {
         let auth = config.auth.as_ref().map(Warming::start);
-        Self::started(config, auth)
+        let mut app = Self::started(config, auth);
+        if app.config.handles.table.is_none() {
+            app.handles = Some(app.config.handles.in_memory());
+        }
+        app
     }
 
     /// The app of `config`, the issuer's key fetch `auth` under way.
     fn started(config: Config, auth: Option<Warming>) -> Self {
-        config.log.init();
-        config.warn_of_unknown_variables();
         Self {
             config,
             changes: None,
@@ -87,7 +92,7 @@ impl App {
         }
     }
 
-    /// [`new`](Self::new), then opens the handle store and the change feed the configuration
+    /// Starts from a configuration: opens the handle store and the change feed the configuration
     /// names (`MCP_HANDLES_TABLE`: DynamoDB, one warm-up read; otherwise in memory), and
     /// serves `subscriptions/listen` from that feed.
     ///
@@ -103,8 +108,9 @@ impl App {
     /// # }
     /// ```
     pub async fn open(config: Config) -> Result<Self, Error> {
-        let app = Self::new(config);
-        // Let the fetch `new` just started open its connections before the store's synchronous
+        let auth = config.auth.as_ref().map(Warming::start);
+        let app = Self::started(config, auth);
+        // Let the fetch just started open its connections before the store's synchronous
         // set-up (a current-thread runtime runs it only when this task yields).
         if app.auth.is_some() {
             tokio::task::yield_now().await;
@@ -133,12 +139,14 @@ impl App {
         Self::load_with(|name| std::env::var(name).ok(), true).await
     }
 
-    /// [`load`](Self::load) through `lookup` for the `MCP_*` variables. The AWS endpoint,
+    /// [`load`](Self::load) through `lookup` for the `MCP_*` variables (the crate's own tests).
+    /// The AWS endpoint,
     /// region and credentials still come from the process environment (the AWS SDK's loader).
     ///
     /// # Errors
     ///
     /// As [`load`](Self::load).
+    #[doc(hidden)]
     pub async fn load_from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
         Self::load_with(lookup, false).await
     }
@@ -195,13 +203,11 @@ impl App {
     /// # }
     /// ```
     ///
-    /// # Panics
-    ///
-    /// On an app made with [`new`](Self::new): only [`open`](Self::open) opens the store.
     pub fn handles<T>(&self, kind: &str) -> Handles<T>
     where
         T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static,
     {
+        // Only the hidden `App::new` on a configured table leaves the store unopened.
         let store = self.handles.clone().expect(
             "App::handles needs the handle store: build the app with App::open(config).await?",
         );
@@ -258,7 +264,8 @@ impl App {
     ///     TaskSettings::default(),
     /// );
     /// let handler = MyServer;
-    /// mcp_lambda::App::new(config)
+    /// mcp_lambda::App::open(config)
+    ///     .await?
     ///     .tasks(tasks, |tool: &str, _caller: &mcp_lambda::Caller| match tool {
     ///         "report" => TaskPolicy::Optional,
     ///         _ => TaskPolicy::Never,
@@ -278,26 +285,9 @@ impl App {
         self
     }
 
-    /// Serves `subscriptions/listen` from `changes`, the feed the handler publishes to (see
-    /// [`listen`](crate::listen)): list changes for every listener that asks, as the handler's
-    /// capabilities advertise them. Without it, listen is left to the handler.
-    ///
-    /// ```no_run
-    /// # #[derive(Clone)] struct MyServer;
-    /// # impl rmcp::ServerHandler for MyServer {}
-    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// let config = mcp_lambda::Config::load().await?;
-    /// let handles = config.handles.open().await?;
-    /// let changes = config.listen.open(&config.handles, handles).await?;
-    /// let handler = MyServer; // keeps a clone of `changes` and publishes to it
-    /// mcp_lambda::App::new(config)
-    ///     .changes(&changes)
-    ///     .server(handler)
-    ///     .run()
-    ///     .await?;
-    /// # Ok(())
-    /// # }
-    /// ```
+    /// Serves `subscriptions/listen` from `changes` in place of the feed [`open`](Self::open)
+    /// opened (the crate's own tests; a server publishes to [`changes_feed`](Self::changes_feed)).
+    #[doc(hidden)]
     pub fn changes(mut self, changes: &Changes) -> Self {
         self.changes = Some(changes.clone());
         self
@@ -318,9 +308,11 @@ impl App {
     /// ```
     /// # #[derive(Clone)] struct MyServer;
     /// # impl mcp_lambda::rmcp::ServerHandler for MyServer {}
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), mcp_lambda::Error> {
     /// let config = mcp_lambda::Config::local_default();
-    /// let server = mcp_lambda::App::new(config).server(MyServer);
-    /// # drop(server);
+    /// let server = mcp_lambda::App::open(config).await?.server(MyServer);
+    /// # drop(server); Ok(())
+    /// # }
     /// ```
     pub fn server<H, M>(self, handler: impl MakeHandler<H, M>) -> Server<H>
     where
@@ -530,6 +522,7 @@ impl<H: ServerHandler> Server<H> {
     /// Serves until stopped: on Lambda when `AWS_LAMBDA_RUNTIME_API` is set,
     /// otherwise on [`LocalSettings::bind`](crate::serve::LocalSettings::bind).
     pub async fn run(self) -> Result<(), Error> {
+        self.start_logging();
         match &self.auth_warming {
             Some(warming) => {
                 let settings = warming.authenticator().settings();
@@ -582,15 +575,37 @@ impl<H: ServerHandler> Server<H> {
     }
 }
 
+impl<H> Server<H> {
+    /// Installs the log subscriber `MCP_LOG` describes, or says that the program's own is kept,
+    /// then the start-up warnings the configuration holds, through whichever is installed.
+    fn start_logging(&self) {
+        if !self.config.log.init() {
+            tracing::info!(
+                "a tracing subscriber was installed before Server::run, so it is kept: MCP_LOG \
+                 is not applied and the log lines are formatted as that subscriber says (on \
+                 Lambda, JSON lines need mcp_lambda::init_tracing in place of your own)"
+            );
+        }
+        self.config.warn_of_unknown_variables();
+        self.config.handles.warn_if_per_instance();
+    }
+}
+
 /// Installs the tracing subscriber: JSON lines on Lambda (CloudWatch adds the
 /// time), readable text locally, filtered by `MCP_LOG` with rmcp capped at
 /// warn. Tokens and tool arguments are never logged.
 ///
-/// [`App::new`] and [`App::open`] install it already; call this only to log
-/// before them. A subscriber installed first (this one, or the program's own)
-/// is kept.
-pub fn init_tracing(config: &Config) {
-    config.log.init();
+/// [`Server::run`] installs it; call this only to log before it (a constructor
+/// never installs one). A subscriber installed first (this one, or the
+/// program's own) is kept, and `false` says so.
+///
+/// ```
+/// let config = mcp_lambda::Config::local_default();
+/// mcp_lambda::init_tracing(&config);
+/// tracing::info!("logged as MCP_LOG says, before the app is built");
+/// ```
+pub fn init_tracing(config: &Config) -> bool {
+    config.log.init()
 }
 
 /// Whether `info` is rmcp's default `serverInfo`: rmcp's own name and version.

@@ -113,15 +113,16 @@ impl LogSettings {
         }
     }
 
-    /// Installs the global tracing subscriber (once; later calls do nothing).
-    pub fn init(&self) {
+    /// Installs the global tracing subscriber; `false` when one was installed already (by
+    /// the program, or an earlier call), which is then kept and this one dropped.
+    pub fn init(&self) -> bool {
         let filter = tracing_subscriber::EnvFilter::try_new(self.directives())
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
         use tracing_subscriber::layer::SubscriberExt as _;
         use tracing_subscriber::util::SubscriberInitExt as _;
         let builder = tracing_subscriber::fmt().with_env_filter(filter);
         let quiet = crate::rmcp_gaps::QuietRefusals;
-        let _ = match self.mode {
+        let installed = match self.mode {
             Mode::Lambda => builder
                 .json()
                 .without_time()
@@ -140,6 +141,7 @@ impl LogSettings {
                 .with(quiet)
                 .try_init(),
         };
+        installed.is_ok()
     }
 }
 

@@ -67,9 +67,9 @@ async fn main() -> anyhow::Result<()> {
     // a user's server opens them: in this process locally; on Lambda only with a table every
     // invocation shares (MCP_HANDLES_TABLE), since each round then runs in an invocation of its
     // own. Without one, the Lambda path serves every scenario but the tasks extension's.
-    let tasks = match config.mode {
-        Mode::Lambda if config.handles.table.is_none() => None,
-        _ => Some(config.tasks.open(&config.handles).await?),
+    let tasks = match config.mode() {
+        Mode::Lambda if config.handles().table.is_none() => None,
+        _ => Some(config.open_tasks().await?),
     };
     // List changes reach `subscriptions/listen` streams through the library's feed (one
     // process: in memory), which serves listen for this handler.
