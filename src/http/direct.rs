@@ -23,14 +23,15 @@
 //!   (`rmcp_gaps::jsonrpc_http_status`).
 //!
 //! Whatever this step cannot answer exactly as rmcp would goes to rmcp as before: a 2025-era
-//! request, a notification, a stream, a `Host` outside the allow-list or any `Origin` (rmcp
-//! judges those), a session header, `Mcp-Param-*` headers or a tool whose schema routes a
-//! parameter into one, a method without a typed decoder here, a body the method's type does
-//! not fit. `tests/direct_answers.rs` sends each kind of request both ways and compares the
-//! answers byte for byte.
+//! request, a notification, a stream, a session header, `Mcp-Param-*` headers or a tool whose
+//! schema routes a parameter into one, a method without a typed decoder here, a body the
+//! method's type does not fit. `Host` and `Origin` are no reason either way: the *host* step
+//! (`host.rs`) judged them before either door, and rmcp's own allow-lists are off, so both
+//! doors see only the requests it admitted. `tests/direct_answers.rs` sends each kind of
+//! request both ways and compares the answers byte for byte.
 
 use bytes::Bytes;
-use http::{HeaderMap, StatusCode, Uri, header, request::Parts, uri::Authority};
+use http::{StatusCode, header, request::Parts};
 use http_body_util::{BodyExt as _, Full};
 use rmcp::{
     ServerHandler,
@@ -51,24 +52,12 @@ use crate::rmcp_gaps;
 /// The one protocol version answered here: the version of the peer every context gets.
 const VERSION: &str = "2026-07-28";
 
-/// The direct answer: the `Host` allow-list as rmcp reads it.
-pub(crate) struct Direct {
-    /// `None`: any host (rmcp's empty list).
-    allowed_hosts: Option<Vec<AllowedHost>>,
-}
+/// The direct answer: the HTTP part of the in-process dispatch (the *host* step has judged
+/// `Host` and `Origin` for both doors already).
+#[derive(Debug, Default)]
+pub(crate) struct Direct;
 
 impl Direct {
-    /// `allowed_hosts` as rmcp is given them (`HttpSettings::rmcp_config`): empty = any.
-    pub(crate) fn new(allowed_hosts: &[String]) -> Self {
-        let allowed_hosts = (!allowed_hosts.is_empty()).then(|| {
-            allowed_hosts
-                .iter()
-                .filter_map(|h| AllowedHost::parse(h))
-                .collect()
-        });
-        Self { allowed_hosts }
-    }
-
     /// The answer to the request of `parts` that the envelope step passed as `checked` (its
     /// parsed message taken out of it), through `dispatch`, or the parts back when rmcp's HTTP
     /// service must answer it.
@@ -137,77 +126,18 @@ impl Direct {
                 .get("mcp-protocol-version")
                 .is_some_and(|v| v.as_bytes() == VERSION.as_bytes())
             && !headers.contains_key("mcp-session-id")
-            && !headers.contains_key(header::ORIGIN)
             && !headers
                 .keys()
-                .any(|name| name.as_str().starts_with("mcp-param-"))
-            && self.host_is_allowed(&parts.uri, headers);
+                .any(|name| name.as_str().starts_with("mcp-param-"));
         if !plain {
             return None;
         }
         serde_json::from_value(checked.id.clone()?).ok()
     }
-
-    /// rmcp's `Host` check (`parse_host_header`, `host_is_allowed`): the `Host` header, or
-    /// the URI's authority without one, against the allow-list, the port only where the
-    /// entry names one. `false` when rmcp would refuse it or could: rmcp then answers.
-    fn host_is_allowed(&self, uri: &Uri, headers: &HeaderMap) -> bool {
-        let authority = match headers.get(header::HOST) {
-            Some(host) => match host.to_str().ok().map(Authority::try_from) {
-                Some(Ok(authority)) => authority,
-                _ => return false,
-            },
-            None => match uri.authority() {
-                Some(authority) => authority.clone(),
-                None => return false,
-            },
-        };
-        let Some(allowed) = &self.allowed_hosts else {
-            return true;
-        };
-        let host = normalize_host(authority.host());
-        let port = authority.port_u16();
-        allowed
-            .iter()
-            .any(|entry| entry.host == host && entry.port.is_none_or(|p| port == Some(p)))
-    }
 }
 
 /// `io.modelcontextprotocol/logLevel`: a request that sets it may get log messages.
 const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
-
-/// One entry of the `Host` allow-list, as rmcp's `parse_allowed_authority` reads it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct AllowedHost {
-    host: String,
-    port: Option<u16>,
-}
-
-impl AllowedHost {
-    fn parse(entry: &str) -> Option<Self> {
-        let entry = entry.trim();
-        if entry.is_empty() {
-            return None;
-        }
-        Some(match Authority::try_from(entry) {
-            Ok(authority) => Self {
-                host: normalize_host(authority.host()),
-                port: authority.port_u16(),
-            },
-            Err(_) => Self {
-                host: normalize_host(entry),
-                port: None,
-            },
-        })
-    }
-}
-
-/// rmcp's `normalize_host`: brackets off, lower case.
-fn normalize_host(host: &str) -> String {
-    host.trim_matches('[')
-        .trim_matches(']')
-        .to_ascii_lowercase()
-}
 
 /// The request in `message` (the body as the envelope step parsed it, without its id), decoded
 /// by its method's own type: the variant rmcp's untagged `ClientRequest` would end on, by the

@@ -5,8 +5,8 @@
 //! | request | answer |
 //! |---|---|
 //! | `POST <MCP_PATH>` with `x-mcp-task-round` | a task round handed to this function by itself (`Dispatch::Lambda`): the token checked first (403), before the CDN secret, then the round run to its end |
-//! | `POST <MCP_PATH>` | [`McpService::mcp_post`]: media types → body limit → envelope → auth → (listen filter) → rmcp → cache headers, then CORS |
-//! | `OPTIONS <MCP_PATH>` | the CORS preflight |
+//! | `POST <MCP_PATH>` | `Host` and `Origin` judged (`host.rs`), then [`McpService::mcp_post`]: media types → body limit → envelope → auth → (listen filter) → rmcp → cache headers, then CORS |
+//! | `OPTIONS <MCP_PATH>` | the CORS preflight (a foreign `Host` is 403; an `Origin` not allowed gets no CORS headers) |
 //! | `GET`/`DELETE <MCP_PATH>` | 405, `Allow: POST` (rmcp's legacy sessions when switched on) |
 //! | `GET /healthz` | 200 `ok`, touching neither auth nor storage |
 //! | `GET /.well-known/oauth-protected-resource[<MCP_PATH>]` | the RFC 9728 metadata when auth is on |
@@ -40,7 +40,8 @@ use super::{
     cache_headers, cors,
     direct::{self, Direct},
     envelope::{self, Checked, Era},
-    host, listen, media_types, metering,
+    host::{self, Admission},
+    listen, media_types, metering,
     origin_secret::{self, OriginSecretCheck},
     refusal::{HttpResponse, Rejection, text_response},
     settings::HttpSettings,
@@ -64,6 +65,8 @@ pub(crate) type Rmcp<H> = StreamableHttpService<Hosted<H>, LocalSessionManager>;
 #[derive(Debug)]
 pub(crate) struct Front {
     settings: HttpSettings,
+    /// The `Host` and `Origin` allow-lists, parsed once: the one judge of both.
+    admission: Admission,
     /// The CDN's secret origin header, as an HMAC tag; `None` = no check.
     origin_secret: Option<OriginSecretCheck>,
     /// Bearer-token auth; `None` = off.
@@ -120,6 +123,7 @@ impl Front {
         .collect();
         Self {
             origin_secret: settings.origin_secret.as_ref().map(OriginSecretCheck::new),
+            admission: Admission::new(settings),
             settings: settings.clone(),
             auth,
             supported_versions,
@@ -168,7 +172,7 @@ impl<H: ServerHandler> McpService<H> {
     pub(crate) fn new(rmcp: Rmcp<H>, dispatch: Arc<InProcess<H>>, front: Front) -> Self {
         Self {
             dispatch,
-            direct: Arc::new(Direct::new(&front.settings.allowed_hosts)),
+            direct: Arc::new(Direct),
             rmcp: Arc::new(rmcp),
             front: Arc::new(front),
         }
@@ -267,30 +271,32 @@ impl<H: ServerHandler> McpService<H> {
         request: Request<RequestBody>,
         scope: &RequestScope,
     ) -> Result<HttpResponse, Rejection> {
-        // *host*: one `Host` (its allow-list is rmcp's).
+        // *host*: one `Host`; on the MCP path, one the allow-list names and an allowed `Origin`
+        // (403), judged for both doors and CORS alike.
         host::check(request.headers())?;
-        // *route*.
         let settings = &self.front.settings;
         let path = request.uri().path();
-        if path == settings.path {
-            let origin = request.headers().get(header::ORIGIN).cloned();
+        let admitted = if path == settings.path {
+            let (method, uri, headers) = (request.method(), request.uri(), request.headers());
+            Some(self.front.admission.admit(method, uri, headers)?)
+        } else {
+            None
+        };
+        // *route*.
+        if let Some(admitted) = admitted {
             let response = match *request.method() {
                 Method::POST => {
                     let (parts, body) = request.into_parts();
                     self.mcp_post(parts, body, scope).await
                 }
-                Method::OPTIONS => cors::preflight(),
+                Method::OPTIONS => cors::preflight(request.headers()),
                 Method::GET | Method::DELETE if settings.legacy_sessions => {
                     Box::pin(self.rmcp.handle(request)).await
                 }
                 _ => Rejection::MethodNotAllowed.into_response(None),
             };
-            // *CORS* for an allowed browser origin.
-            return Ok(cors::apply(
-                response,
-                origin,
-                &self.front.settings.allowed_origins,
-            ));
+            // *CORS* for the browser origin the *host* step admitted.
+            return Ok(cors::apply(response, admitted.cors_origin));
         }
         if let Some(oauth) = &self.front.oauth
             && let Some(endpoint) = oauth.route(request.method(), path)
@@ -467,8 +473,8 @@ impl<H: ServerHandler> McpService<H> {
         &self.front.settings.path
     }
 
-    /// A `Host` rmcp's allow-list accepts, for requests made in process
-    /// ([`TestClient`](crate::testing::TestClient)).
+    /// A `Host` the front's allow-list accepts, for requests made in process (`TestClient`
+    /// sends them through the whole front).
     pub(crate) fn host_for_internal_requests(&self) -> String {
         self.front
             .settings
