@@ -286,7 +286,62 @@ impl HandleError {
 /// The backend's own words (a table, an account, a timeout) stay in the log.
 impl rmcp::model::IntoContents for HandleError {
     fn into_contents(self) -> Vec<rmcp::model::ContentBlock> {
-        let text = match &self {
+        vec![rmcp::model::ContentBlock::text(self.public_text())]
+    }
+}
+
+/// A handler returning `Result<_, McpError>` may use `?` on a [`HandleError`]: it becomes a
+/// JSON-RPC error (HTTP 200, like every error of a tool call) with the text a tool result
+/// would carry, so the backend's own words (a table, an account, a timeout) stay in the log.
+///
+/// | error | code |
+/// |---|---|
+/// | [`NotFound`](HandleError::NotFound), [`Invalid`](HandleError::Invalid), [`RequestKeyReused`](HandleError::RequestKeyReused) | -32602 invalid params: the client's id, key or arguments are wrong |
+/// | [`Conflict`](HandleError::Conflict), [`Unavailable`](HandleError::Unavailable), [`Indeterminate`](HandleError::Indeterminate), [`Decode`](HandleError::Decode) | -32603 internal error: nothing the client sent is wrong |
+/// | [`CallerLimit`](HandleError::CallerLimit) | -32603, with `data.retryAfterSeconds` |
+///
+/// The spec reserves -32020 … -32099 for its own codes and asks new code not to use the
+/// legacy -32000 … -32019, so a full quota has no code of its own: -32603 with the wait in
+/// `data`. A tool whose model should read and act on the error returns
+/// `Result<_, HandleError>` instead (an `isError` tool result).
+///
+/// ```
+/// use mcp_lambda::handles::HandleError;
+/// use rmcp::model::{ErrorCode, ErrorData};
+///
+/// fn find() -> Result<u64, HandleError> {
+///     Err(HandleError::NotFound)
+/// }
+/// fn tool() -> Result<u64, ErrorData> {
+///     Ok(find()? + 1)
+/// }
+/// assert_eq!(tool().unwrap_err().code, ErrorCode::INVALID_PARAMS);
+/// ```
+impl From<HandleError> for rmcp::model::ErrorData {
+    fn from(error: HandleError) -> Self {
+        use rmcp::model::ErrorCode;
+        let (code, data) = match &error {
+            HandleError::NotFound
+            | HandleError::Invalid(_)
+            | HandleError::RequestKeyReused { .. } => (ErrorCode::INVALID_PARAMS, None),
+            HandleError::CallerLimit { retry_after, .. } => (
+                ErrorCode::INTERNAL_ERROR,
+                Some(serde_json::json!({ "retryAfterSeconds": retry_after.as_secs().max(1) })),
+            ),
+            HandleError::Conflict { .. }
+            | HandleError::Unavailable(_)
+            | HandleError::Indeterminate(_)
+            | HandleError::Decode(_) => (ErrorCode::INTERNAL_ERROR, None),
+        };
+        rmcp::model::ErrorData::new(code, error.public_text(), data)
+    }
+}
+
+impl HandleError {
+    /// What a client is told: the error's own words, but for the backend's failures, whose
+    /// reasons (a table, an account, a timeout) are logged here and replaced by advice.
+    fn public_text(&self) -> String {
+        match self {
             HandleError::Unavailable(reason) => {
                 tracing::warn!(%reason, "handle store unavailable");
                 "The store is temporarily unavailable. Nothing was changed; try the same call \
@@ -304,8 +359,7 @@ impl rmcp::model::IntoContents for HandleError {
                 "This item could not be read on the server.".to_owned()
             }
             other => other.to_string(),
-        };
-        vec![rmcp::model::ContentBlock::text(text)]
+        }
     }
 }
 
@@ -422,6 +476,7 @@ pub trait HandleStore: Send + Sync + 'static {
         after: Option<ListPosition>,
         limit: usize,
     ) -> BoxFuture<'a, Result<HandlePage, HandleError>>;
+
 }
 
 /// A fresh in-memory store, shared by everything that clones the `Arc`.
@@ -555,6 +610,65 @@ mod tests {
             validate("o", Some("k"), None, Duration::ZERO),
             Err(HandleError::Invalid(_))
         ));
+    }
+
+    #[test]
+    fn a_handle_error_becomes_an_mcp_error_without_the_backends_words() {
+        use rmcp::model::{ErrorCode, ErrorData};
+        let error = |e: HandleError| ErrorData::from(e);
+        for client in [
+            HandleError::NotFound,
+            HandleError::Invalid("ttl must be greater than zero".into()),
+            HandleError::RequestKeyReused {
+                key: "k".into(),
+                change: "add".into(),
+            },
+        ] {
+            let text = client.to_string();
+            let e = error(client);
+            assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{text}");
+            assert_eq!(e.message, text, "the client's mistake is said as it is");
+            assert_eq!(e.data, None);
+        }
+        for (server, secret) in [
+            (
+                HandleError::Unavailable("table arn:aws:dynamodb:eu-west-1:1234:x".into()),
+                "arn:aws",
+            ),
+            (
+                HandleError::Indeterminate("DynamoDB UpdateItem timed out".into()),
+                "UpdateItem",
+            ),
+            (
+                HandleError::Decode("invalid type: string \"secret note\"".into()),
+                "secret note",
+            ),
+        ] {
+            let e = error(server);
+            assert_eq!(e.code, ErrorCode::INTERNAL_ERROR);
+            assert!(!e.message.contains(secret), "{}", e.message);
+            assert_eq!(e.data, None);
+        }
+        let e = error(HandleError::Conflict { current_version: 9 });
+        assert_eq!(e.code, ErrorCode::INTERNAL_ERROR);
+        let e = error(HandleError::CallerLimit {
+            max: 2,
+            window_secs: 3600,
+            retry_after: Duration::from_millis(1500),
+        });
+        assert_eq!(e.code, ErrorCode::INTERNAL_ERROR);
+        assert_eq!(e.data, Some(json!({ "retryAfterSeconds": 1 })));
+        assert!(e.message.contains("try again in 1 s"), "{}", e.message);
+
+        // `?` converts in a handler returning rmcp's error.
+        fn find() -> Result<(), HandleError> {
+            Err(HandleError::NotFound)
+        }
+        fn handler() -> Result<(), ErrorData> {
+            find()?;
+            Ok(())
+        }
+        assert_eq!(handler().unwrap_err().code, ErrorCode::INVALID_PARAMS);
     }
 
     #[test]
