@@ -14,6 +14,7 @@
 //! Each store reads and writes only its own items; the feed reads the others' (a handle's
 //! `write_id`, a task's view) through the keys written here.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -254,11 +255,18 @@ impl Table {
 
     /// A `PutItem` of `item` only if its key is new, answering the item in the way otherwise.
     pub(crate) fn put_new(&self, item: Item) -> PutItemFluentBuilder {
+        self.put_if(PutIf::New, item)
+    }
+
+    /// A `PutItem` of `item` under `put_if`, answering the item in the way otherwise.
+    pub(crate) fn put_if(&self, put_if: PutIf, item: Item) -> PutItemFluentBuilder {
         self.client
             .put_item()
             .table_name(self.name())
             .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
+            .condition_expression(put_if.expression())
+            .set_expression_attribute_names(put_if.names())
+            .set_expression_attribute_values(put_if.values())
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
     }
 
@@ -279,6 +287,20 @@ impl Table {
         item: impl Fn(&str) -> Item,
         count: &Count,
         write_id: String,
+        new_write_id: impl FnMut() -> Result<String, E>,
+        invalid: impl Fn(BuildError) -> E,
+    ) -> Result<Sent<TransactWriteItemsOutput, TransactWriteItemsError>, E> {
+        self.create_counted_if(PutIf::New, item, count, write_id, new_write_id, invalid)
+            .await
+    }
+
+    /// [`create_counted`](Self::create_counted) whose put is conditioned by `put_if`.
+    pub(crate) async fn create_counted_if<E>(
+        &self,
+        put_if: PutIf,
+        item: impl Fn(&str) -> Item,
+        count: &Count,
+        write_id: String,
         mut new_write_id: impl FnMut() -> Result<String, E>,
         invalid: impl Fn(BuildError) -> E,
     ) -> Result<Sent<TransactWriteItemsOutput, TransactWriteItemsError>, E> {
@@ -290,7 +312,9 @@ impl Table {
             let put = Put::builder()
                 .table_name(self.name())
                 .set_item(Some(item(&write_id)))
-                .condition_expression("attribute_not_exists(pk)")
+                .condition_expression(put_if.expression())
+                .set_expression_attribute_names(put_if.names())
+                .set_expression_attribute_values(put_if.values())
                 .build()
                 .map_err(&invalid)?;
             let update = Update::builder()
@@ -343,6 +367,55 @@ impl Table {
             }
             retry::conflict_pause(attempt).await;
             attempt += 1;
+        }
+    }
+}
+
+/// When a put may land.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PutIf {
+    /// Only on a new key.
+    New,
+    /// On a new key, or over the dead item read at `version` (a tombstone, or past its
+    /// `expires_at_ms` at `now_ms`): a keyed handle made again at its derived id. A put, not
+    /// a `DeleteItem` and a put, so the role needs no `DeleteItem` and no moment passes with
+    /// the key free.
+    NewOrDead {
+        /// The dead item's version, as read.
+        version: u64,
+        /// Now, in epoch milliseconds.
+        now_ms: u64,
+    },
+}
+
+impl PutIf {
+    fn expression(self) -> &'static str {
+        match self {
+            Self::New => "attribute_not_exists(pk)",
+            Self::NewOrDead { .. } => {
+                "attribute_not_exists(pk) OR (#version = :dead_version AND \
+                 (attribute_exists(#deleted) OR expires_at_ms <= :now))"
+            }
+        }
+    }
+
+    fn names(self) -> Option<HashMap<String, String>> {
+        match self {
+            Self::New => None,
+            Self::NewOrDead { .. } => Some(HashMap::from([
+                ("#version".to_owned(), "version".to_owned()),
+                ("#deleted".to_owned(), "deleted".to_owned()),
+            ])),
+        }
+    }
+
+    fn values(self) -> Option<Item> {
+        match self {
+            Self::New => None,
+            Self::NewOrDead { version, now_ms } => Some(Item::from([
+                (":dead_version".to_owned(), n(version)),
+                (":now".to_owned(), n(now_ms)),
+            ])),
         }
     }
 }

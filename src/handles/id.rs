@@ -52,6 +52,33 @@ impl HandleId {
         Ok(Self(bytes))
     }
 
+    /// The id of `owner`'s keyed handle `key` of `kind` (see [`Handles::keyed`](super::Handles::keyed)):
+    /// the first 122 bits of a domain-separated SHA-256 of the three, spelled as a UUIDv4 so
+    /// that it parses, lists and signs into cursors like any other id.
+    ///
+    /// Unkeyed on purpose. A secret (the request-state key) would add nothing an id needs: the
+    /// store binds every handle to its owner, so an id computed by someone else reaches nothing
+    /// (another owner's request answers `NotFound`, as for a random id that leaked), and with
+    /// auth off every client is the one anonymous caller, who reaches its keyed handles by key
+    /// anyway. And a secret would cost what keyed handles are for: rotating the key, or a
+    /// [`Handles`](super::Handles) built without the server's keys (a key per process), would
+    /// derive other ids and lose every caller's state, or split it per instance.
+    pub(crate) fn derived(owner: &str, kind: &str, key: &str) -> Self {
+        let mut input = Vec::with_capacity(48 + owner.len() + kind.len() + key.len());
+        input.extend_from_slice(b"mcp-lambda keyed handle v1\0");
+        // Lengths first, so no two (kind, owner, key) triples hash the same bytes.
+        for part in [kind, owner, key] {
+            input.extend_from_slice(&(part.len() as u64).to_be_bytes());
+            input.extend_from_slice(part.as_bytes());
+        }
+        let digest = ring::digest::digest(&ring::digest::SHA256, &input);
+        let mut bytes = [0u8; 16];
+        bytes.copy_from_slice(&digest.as_ref()[..16]);
+        bytes[6] = (bytes[6] & 0x0f) | 0x40;
+        bytes[8] = (bytes[8] & 0x3f) | 0x80;
+        Self(bytes)
+    }
+
     /// The 16 raw bytes.
     pub fn as_bytes(&self) -> &[u8; 16] {
         &self.0
@@ -174,6 +201,26 @@ mod tests {
             assert_eq!(&text[14..15], "4", "{text}");
             assert!(matches!(&text[19..20], "8" | "9" | "a" | "b"), "{text}");
             assert_eq!(text.parse::<HandleId>(), Ok(id), "{text}");
+        }
+    }
+
+    #[test]
+    fn derived_ids_are_stable_parse_and_differ_by_each_part() {
+        let id = HandleId::derived("https://issuer#ada", "counter", "default");
+        assert_eq!(
+            id,
+            HandleId::derived("https://issuer#ada", "counter", "default")
+        );
+        assert_eq!(id.to_string().parse::<HandleId>(), Ok(id));
+        assert_eq!(HandleId::from_bytes(*id.as_bytes()), Some(id));
+        for other in [
+            HandleId::derived("https://issuer#bob", "counter", "default"),
+            HandleId::derived("https://issuer#ada", "note", "default"),
+            HandleId::derived("https://issuer#ada", "counter", "other"),
+            // A byte moved from the owner to the key: the same bytes, split otherwise.
+            HandleId::derived("https://issuer#ad", "counter", "adefault"),
+        ] {
+            assert_ne!(other, id);
         }
     }
 

@@ -130,16 +130,31 @@ impl MemoryHandleStore {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Creates a handle at a fresh random id, or with `at`, at that id unless a live handle
+    /// holds it (returned instead, `false`): one lock around the look and the insert, so
+    /// concurrent calls for one id end with one handle.
     fn create_now(
         &self,
         owner: &str,
         kind: &str,
+        at: Option<HandleId>,
         data: serde_json::Value,
         ttl: Duration,
-    ) -> Result<Handle, HandleError> {
+    ) -> Result<(Handle, bool), HandleError> {
         validate(owner, Some(kind), Some(&data), ttl)?;
         let now = self.now_ms();
         let mut inner = self.lock();
+        if let Some(live) = at
+            .and_then(|id| inner.handles.get(&id))
+            .filter(|h| h.expires_at_ms > now)
+        {
+            if live.owner != owner {
+                return Err(HandleError::Unavailable(
+                    "a keyed handle's id is held by another owner's handle".into(),
+                ));
+            }
+            return Ok((live.clone(), false));
+        }
         inner.creates_since_sweep += 1;
         if inner.creates_since_sweep >= SWEEP_EVERY || inner.handles.len() >= self.capacity {
             inner.handles.retain(|_, h| h.expires_at_ms > now);
@@ -164,18 +179,22 @@ impl MemoryHandleStore {
                 self.capacity
             )));
         }
-        let id = loop {
-            let id = HandleId::random()?;
-            if !inner.handles.contains_key(&id) {
-                break id;
-            }
+        let id = match at {
+            Some(id) => id,
+            None => loop {
+                let id = HandleId::random()?;
+                if !inner.handles.contains_key(&id) {
+                    break id;
+                }
+            },
         };
         let handle = Handle::created(id, owner, kind, data, now, ttl);
+        // An expired handle at a keyed id is replaced.
         inner.handles.insert(id, handle.clone());
         if let Some((_, key)) = counted {
             *inner.created.entry(key).or_insert(0) += 1;
         }
-        Ok(handle)
+        Ok((handle, true))
     }
 
     /// Runs `f` on the live handle `id` of `owner`, or answers `NotFound` (dropping the entry if
@@ -251,7 +270,22 @@ impl HandleStore for MemoryHandleStore {
         data: serde_json::Value,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Handle, HandleError>> {
-        future::ready(self.create_now(owner, kind, data, ttl)).boxed()
+        future::ready(
+            self.create_now(owner, kind, None, data, ttl)
+                .map(|(h, _)| h),
+        )
+        .boxed()
+    }
+
+    fn get_or_create<'a>(
+        &'a self,
+        owner: &'a str,
+        kind: &'a str,
+        id: HandleId,
+        data: serde_json::Value,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(Handle, bool), HandleError>> {
+        future::ready(self.create_now(owner, kind, Some(id), data, ttl)).boxed()
     }
 
     fn get<'a>(

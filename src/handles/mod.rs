@@ -9,7 +9,8 @@
 //! The rules every backend keeps:
 //!
 //! - **Ids are unguessable.** A [`HandleId`] is a UUIDv4 from the OS CSPRNG. With auth off the id
-//!   is the only secret, so keep the TTL short there.
+//!   is the only secret, so keep the TTL short there. A keyed handle's id is derived from its
+//!   owner, kind and key instead (see below); the owner binding is what keeps it the owner's.
 //! - **A handle belongs to its owner.** Every operation names the owner (normally the request's
 //!   principal). A handle owned by someone else answers exactly like a missing one,
 //!   [`HandleError::NotFound`], so ids cannot be probed.
@@ -35,6 +36,33 @@
 //!   exactly like one that never existed (a stale version names no `Conflict`).
 //! - **Data is bounded.** Serialized data above [`MAX_DATA_BYTES`] is refused, so every handle
 //!   fits in one DynamoDB item (400 KB).
+//!
+//! # Keyed handles: this caller's one X
+//!
+//! A tool with no id argument ("my settings", "my cart", "increment my counter") uses
+//! [`Handles::keyed`]: the caller's handle named by a key, created at first use. Its id is
+//! derived from (owner, kind, key), and the store creates at an id only if no live handle holds
+//! it ([`HandleStore::get_or_create`]: a conditional put in DynamoDB, one lock in memory), so
+//! concurrent first uses on any number of instances end with one handle and every change
+//! applied. Listing the caller's handles and creating one if none is **not** that: two calls
+//! both see none and both create.
+//!
+//! ```
+//! use std::time::Duration;
+//! use mcp_lambda::{Caller, handles::{self, Handles}};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), handles::HandleError> {
+//! let counters: Handles<u64> = Handles::new(handles::memory(), "counter", Duration::from_secs(3600));
+//! let caller = Caller::anonymous();
+//! let mine = counters.keyed(&caller, "default");
+//! assert_eq!(mine.value_or(0).await?, 0); // nothing created yet
+//! assert_eq!(mine.modify_or_create(0, |n| *n += 1).await?.value, 1);
+//! mine.delete().await?;
+//! assert_eq!(mine.read().await?, None);
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! # Example: read-modify-write with retry
 //!
@@ -92,7 +120,7 @@ pub use settings::HandleSettings;
 /// The handle store, as [`TableError`](crate::aws::TableError) names it.
 const STORE: &str = "handle store";
 pub use typed::{
-    DEFAULT_PAGE_SIZE, HandleWrites, Handles, MAX_ATTEMPTS, MAX_REQUEST_KEY_BYTES,
+    DEFAULT_PAGE_SIZE, HandleWrites, Handles, Keyed, MAX_ATTEMPTS, MAX_REQUEST_KEY_BYTES,
     MAX_REQUEST_KEYS, Page, RequestKey, Stored,
 };
 
@@ -106,6 +134,9 @@ pub const MAX_OWNER_BYTES: usize = 1024;
 
 /// The longest accepted kind, in bytes.
 pub const MAX_KIND_BYTES: usize = 64;
+
+/// The longest accepted key of a keyed handle ([`Handles::keyed`]), in bytes.
+pub const MAX_KEY_BYTES: usize = 64;
 
 /// One stored handle, as a [`HandleStore`] returns it.
 ///
@@ -254,6 +285,14 @@ pub enum HandleError {
         /// What it was first used for.
         change: String,
     },
+    /// A keyed handle's key ([`Handles::keyed`]) is empty, longer than [`MAX_KEY_BYTES`], or
+    /// holds a character outside letters, digits, `_`, `-`, `.` and `:`; nothing was read or
+    /// written. Retrying won't help. The key itself is left out of the message.
+    #[error(
+        "invalid key: a key is 1 to {MAX_KEY_BYTES} characters of letters, digits, '_', '-', \
+         '.' and ':' ({0})"
+    )]
+    InvalidKey(&'static str),
     /// The owner already created as many handles in this window as one caller may (the
     /// store's [`CallerQuota`]); nothing was stored. The window turns after `retry_after`.
     #[error(
@@ -296,7 +335,7 @@ impl rmcp::model::IntoContents for HandleError {
 ///
 /// | error | code |
 /// |---|---|
-/// | [`NotFound`](HandleError::NotFound), [`Invalid`](HandleError::Invalid), [`RequestKeyReused`](HandleError::RequestKeyReused) | -32602 invalid params: the client's id, key or arguments are wrong |
+/// | [`NotFound`](HandleError::NotFound), [`Invalid`](HandleError::Invalid), [`InvalidKey`](HandleError::InvalidKey), [`RequestKeyReused`](HandleError::RequestKeyReused) | -32602 invalid params: the client's id, key or arguments are wrong |
 /// | [`Conflict`](HandleError::Conflict), [`Unavailable`](HandleError::Unavailable), [`Indeterminate`](HandleError::Indeterminate), [`Decode`](HandleError::Decode) | -32603 internal error: nothing the client sent is wrong |
 /// | [`CallerLimit`](HandleError::CallerLimit) | -32603, with `data.retryAfterSeconds` |
 ///
@@ -323,6 +362,7 @@ impl From<HandleError> for rmcp::model::ErrorData {
         let (code, data) = match &error {
             HandleError::NotFound
             | HandleError::Invalid(_)
+            | HandleError::InvalidKey(_)
             | HandleError::RequestKeyReused { .. } => (ErrorCode::INVALID_PARAMS, None),
             HandleError::CallerLimit { retry_after, .. } => (
                 ErrorCode::INTERNAL_ERROR,
@@ -477,6 +517,36 @@ pub trait HandleStore: Send + Sync + 'static {
         limit: usize,
     ) -> BoxFuture<'a, Result<HandlePage, HandleError>>;
 
+    /// Reads `owner`'s live handle `id`, or, when there is none, stores a new one of `kind`
+    /// holding `data` under that very id: get-or-create in one atomic step, so callers racing
+    /// to create the same id (two instances, one caller's concurrent first calls) end with one
+    /// handle, and each gets it. Returns the handle and whether this call created it.
+    ///
+    /// For ids derived from a name ([`Handles::keyed`]); a random id is
+    /// [`create`](Self::create)'s. A handle gone from `id` (deleted, expired) is replaced. An
+    /// existing handle keeps its data, version and expiry; a creation counts toward the
+    /// [`CallerQuota`] like any, and a read of an existing one does not.
+    ///
+    /// The default answers [`HandleError::Invalid`]: a store written before keyed handles
+    /// existed keeps compiling and says plainly that it cannot hold them.
+    ///
+    /// # Errors
+    ///
+    /// As [`create`](Self::create); [`HandleError::Unavailable`] also when the id is held
+    /// by a live handle of another owner (only a hash collision can do that).
+    fn get_or_create<'a>(
+        &'a self,
+        owner: &'a str,
+        kind: &'a str,
+        id: HandleId,
+        data: serde_json::Value,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(Handle, bool), HandleError>> {
+        let _ = (owner, kind, id, data, ttl);
+        Box::pin(futures::future::ready(Err(HandleError::Invalid(
+            "this handle store does not keep keyed handles (HandleStore::get_or_create)".into(),
+        ))))
+    }
 }
 
 /// A fresh in-memory store, shared by everything that clones the `Arc`.
@@ -619,6 +689,7 @@ mod tests {
         for client in [
             HandleError::NotFound,
             HandleError::Invalid("ttl must be greater than zero".into()),
+            HandleError::InvalidKey("it is empty"),
             HandleError::RequestKeyReused {
                 key: "k".into(),
                 change: "add".into(),

@@ -360,12 +360,28 @@ where
         caller: &Caller,
         id: HandleId,
         key: Option<RequestKey>,
+        change: impl FnMut(&mut T) -> Result<(), E> + Send,
+    ) -> Result<Stored<T>, E> {
+        self.modify_from(caller.owner_key(), id, None, key, change)
+            .await
+    }
+
+    /// [`try_modify`](Self::try_modify), whose first attempt starts from `first` when given
+    /// (a handle just read), sparing a read.
+    async fn modify_from<E: From<HandleError>>(
+        &self,
+        owner: &str,
+        id: HandleId,
+        mut first: Option<Handle>,
+        key: Option<RequestKey>,
         mut change: impl FnMut(&mut T) -> Result<(), E> + Send,
     ) -> Result<Stored<T>, E> {
-        let owner = caller.owner_key();
         let mut current_version = 0;
         for attempt in 0..MAX_ATTEMPTS {
-            let handle = self.store.get(owner, id).await?;
+            let handle = match first.take() {
+                Some(handle) => handle,
+                None => self.store.get(owner, id).await?,
+            };
             let (mut stored, mut requests) = self.decode(handle)?;
             if let Some(key) = &key {
                 match requests.iter().find(|done| done.id == key.id) {
@@ -516,6 +532,50 @@ where
         Ok(Page { items, next_cursor })
     }
 
+    /// `caller`'s own handle named `key`: "this caller's one X" (their settings, their cart,
+    /// their counter), for a tool that takes no id. No request is made here; the handle is
+    /// created by the first [`Keyed`] operation that needs it.
+    ///
+    /// One handle per (caller, kind, key), at an id derived from the three: calls racing to
+    /// create it (a new caller's first calls, spread over instances) all end with the same
+    /// one, since the store creates at that id only if no live handle holds it. Beyond that it
+    /// is a handle like any: read, modified with retries, deleted, listed by
+    /// [`list`](Self::list), expiring `ttl` after its last write, and counted once toward the
+    /// caller's [`CallerQuota`](super::CallerQuota), when it is created.
+    ///
+    /// `key` is 1 to [`MAX_KEY_BYTES`](super::MAX_KEY_BYTES) characters of ASCII letters,
+    /// digits, `_`, `-`, `.` and `:` (otherwise every operation answers
+    /// [`HandleError::InvalidKey`]). A constant key (`"default"`) gives each caller one; a key
+    /// from the client (a cart name) gives each caller one per name.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_lambda::{Caller, handles::{self, Handles}};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), handles::HandleError> {
+    /// let counters: Handles<i64> =
+    ///     Handles::new(handles::memory(), "counter", Duration::from_secs(3600));
+    /// let ada = Caller::anonymous();
+    /// // Read mine, or the default: nothing is created.
+    /// assert_eq!(counters.keyed(&ada, "default").value_or(0).await?, 0);
+    /// // Modify mine, creating it at 0 the first time.
+    /// let counter = counters.keyed(&ada, "default").modify_or_create(0, |n| *n += 1).await?;
+    /// assert_eq!(counter.value, 1);
+    /// let counter = counters.keyed(&ada, "default").modify_or_create(0, |n| *n += 1).await?;
+    /// assert_eq!(counter.value, 2);
+    /// assert_eq!(counters.list(&ada, None).await?.items.len(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn keyed<'a>(&'a self, caller: &'a Caller, key: &'a str) -> Keyed<'a, T> {
+        Keyed {
+            handles: self,
+            caller,
+            key,
+        }
+    }
+
     /// What a list cursor is signed for: this owner's handles of this kind.
     fn cursor_scope(&self, owner: &str) -> Vec<u8> {
         let mut scope = Vec::with_capacity(self.kind.len() + 1 + owner.len());
@@ -583,6 +643,184 @@ where
             writes.handle_written(id).await;
         }
     }
+}
+
+/// One caller's handle named by a key, as [`Handles::keyed`] returns it: created at first
+/// use, at an id derived from the caller, the kind and the key.
+pub struct Keyed<'a, T> {
+    handles: &'a Handles<T>,
+    caller: &'a Caller,
+    key: &'a str,
+}
+
+impl<T> Clone for Keyed<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Keyed<'_, T> {}
+
+impl<T> fmt::Debug for Keyed<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The key may be the client's words; the owner is the caller's identity.
+        f.debug_struct("Keyed")
+            .field("kind", &self.handles.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Keyed<'_, T>
+where
+    T: Serialize + DeserializeOwned + Send + 'static,
+{
+    /// The handle's id, whether or not it exists yet: the same for this caller, kind and key
+    /// on every instance and across restarts. Usable with the id operations of [`Handles`]
+    /// (and as a resource URI's id); another caller holding it reaches nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`HandleError::InvalidKey`] for a key outside the alphabet or length.
+    pub fn id(&self) -> Result<HandleId, HandleError> {
+        validate_key(self.key)?;
+        Ok(HandleId::derived(
+            self.caller.owner_key(),
+            &self.handles.kind,
+            self.key,
+        ))
+    }
+
+    /// The handle, or `None` when this caller has none by this key yet (or it expired, or was
+    /// deleted). Creates nothing, and leaves the expiry where it is.
+    ///
+    /// # Errors
+    ///
+    /// [`HandleError::InvalidKey`]; otherwise as for [`Handles::read`], but for a missing
+    /// handle, which is `Ok(None)`.
+    pub async fn read(&self) -> Result<Option<Stored<T>>, HandleError> {
+        match self.handles.read(self.caller, self.id()?).await {
+            Err(HandleError::NotFound) => Ok(None),
+            other => other.map(Some),
+        }
+    }
+
+    /// The handle's value, or `default` when there is none yet: "mine, or the default".
+    /// Creates nothing.
+    ///
+    /// # Errors
+    ///
+    /// As for [`read`](Self::read).
+    pub async fn value_or(&self, default: T) -> Result<T, HandleError> {
+        Ok(self.read().await?.map_or(default, |stored| stored.value))
+    }
+
+    /// The handle, created holding `default` if there is none: get-or-create in one atomic
+    /// step of the store ([`HandleStore::get_or_create`]). An existing handle is returned as
+    /// it is (its expiry unchanged).
+    ///
+    /// # Errors
+    ///
+    /// [`HandleError::InvalidKey`]; as for [`Handles::create`] (a creation may meet the
+    /// [`CallerQuota`](super::CallerQuota): [`HandleError::CallerLimit`]); and as for
+    /// [`Handles::read`].
+    pub async fn get_or_create(&self, default: T) -> Result<Stored<T>, HandleError> {
+        let (handle, created) = self.get_or_create_raw(default).await?;
+        if created {
+            self.handles.written(handle.id).await;
+        }
+        Ok(self.handles.decode(handle)?.0)
+    }
+
+    /// Changes the handle with `change`, creating it holding `default` first if there is none:
+    /// "modify mine, starting from `default`". The change is applied exactly once per call,
+    /// with retries on concurrent changes as [`Handles::modify`] does, so ten concurrent first
+    /// calls of `|n| *n += 1` from `0` leave one handle holding 10.
+    ///
+    /// # Errors
+    ///
+    /// As for [`get_or_create`](Self::get_or_create) and [`Handles::modify`].
+    pub async fn modify_or_create(
+        &self,
+        default: T,
+        mut change: impl FnMut(&mut T) + Send,
+    ) -> Result<Stored<T>, HandleError> {
+        self.try_modify_or_create(default, None, |value: &mut T| {
+            change(value);
+            Ok::<_, HandleError>(())
+        })
+        .await
+    }
+
+    /// [`modify_or_create`](Self::modify_or_create) with a change that may refuse (nothing is
+    /// written, and a handle created for it stays holding `default`) and an optional
+    /// [`RequestKey`], as [`Handles::try_modify`].
+    ///
+    /// # Errors
+    ///
+    /// `change`'s own error; otherwise as for [`modify_or_create`](Self::modify_or_create) and
+    /// [`Handles::try_modify`], converted into `E`.
+    pub async fn try_modify_or_create<E: From<HandleError>>(
+        &self,
+        default: T,
+        key: Option<RequestKey>,
+        change: impl FnMut(&mut T) -> Result<(), E> + Send,
+    ) -> Result<Stored<T>, E> {
+        let (handle, created) = self.get_or_create_raw(default).await?;
+        let id = handle.id;
+        let result = self
+            .handles
+            .modify_from(self.caller.owner_key(), id, Some(handle), key, change)
+            .await;
+        if created && result.is_err() {
+            // The creation landed even if the change did not.
+            self.handles.written(id).await;
+        }
+        result
+    }
+
+    /// Deletes the handle.
+    ///
+    /// # Errors
+    ///
+    /// [`HandleError::InvalidKey`]; as for [`Handles::delete`] ([`HandleError::NotFound`] when
+    /// there is none).
+    pub async fn delete(&self) -> Result<(), HandleError> {
+        self.handles.delete(self.caller, self.id()?).await
+    }
+
+    async fn get_or_create_raw(&self, default: T) -> Result<(Handle, bool), HandleError> {
+        let id = self.id()?;
+        let data = encode(&default, &[])?;
+        self.handles
+            .store
+            .get_or_create(
+                self.caller.owner_key(),
+                &self.handles.kind,
+                id,
+                data,
+                self.handles.ttl,
+            )
+            .await
+    }
+}
+
+/// Checks a keyed handle's key: 1 to [`MAX_KEY_BYTES`](super::MAX_KEY_BYTES) of ASCII
+/// letters, digits, `_ - . :`. A small alphabet, so a key is safe in a log line, a URI and a
+/// DynamoDB attribute, and one name has one spelling (no Unicode look-alikes).
+fn validate_key(key: &str) -> Result<(), HandleError> {
+    if key.is_empty() {
+        return Err(HandleError::InvalidKey("it is empty"));
+    }
+    if key.len() > super::MAX_KEY_BYTES {
+        return Err(HandleError::InvalidKey("it is too long"));
+    }
+    if !key
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'))
+    {
+        return Err(HandleError::InvalidKey("it holds another character"));
+    }
+    Ok(())
 }
 
 fn stored<T>(handle: &Handle, value: T) -> Stored<T> {

@@ -16,7 +16,8 @@ pub(super) const OWNER_KIND: &str = "owner_kind";
 /// The tombstone marker attribute.
 pub(super) const DELETED: &str = "deleted";
 
-/// A new handle's item: its attributes at version 1, under `write_id`.
+/// A new handle's item: its attributes at its version (1, or more for a keyed handle that
+/// replaces a dead one), under `write_id`.
 pub(super) fn new_item(handle: &Handle, write_id: &str) -> Item {
     Item::from([
         (PK.to_owned(), s(handle_key(handle.id))),
@@ -27,7 +28,7 @@ pub(super) fn new_item(handle: &Handle, write_id: &str) -> Item {
             s(owner_kind(&handle.owner, &handle.kind)),
         ),
         ("data".to_owned(), s(handle.data.to_string())),
-        ("version".to_owned(), n(1)),
+        ("version".to_owned(), n(handle.version)),
         ("created_at".to_owned(), n(handle.created_at_ms)),
         ("expires_at".to_owned(), n(handle.expires_at_secs())),
         ("expires_at_ms".to_owned(), n(handle.expires_at_ms)),

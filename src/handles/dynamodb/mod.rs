@@ -18,7 +18,7 @@
 //! | `w1` … `w15` | S | the write ids of the fifteen updates before the current one (`write_id` moved down on each update): after an update whose outcome is unknown meets a concurrent writer, they tell whether it landed (its id is there) or not (the version it would have made is another write's) |
 //! | `deleted` | BOOL | present (`true`) on a deleted handle's tombstone: `data` is removed, the expiry cut to [`TOMBSTONE_TTL`] so the TTL sweep removes it soon |
 //!
-//! Exactly one DynamoDB request per operation:
+//! Exactly one DynamoDB request per operation, but a keyed handle's get-or-create:
 //!
 //! | operation | request | condition |
 //! |---|---|---|
@@ -27,6 +27,7 @@
 //! | update | `UpdateItem`, `ReturnValues=ALL_NEW` | owner, `expires_at_ms > now`, not deleted, `version = expected` |
 //! | touch | `UpdateItem`, `ReturnValues=ALL_NEW` | owner, `expires_at_ms > now`, not deleted |
 //! | delete | `UpdateItem` to a tombstone | owner, `expires_at_ms > now`, not deleted (and `version = expected` if given) |
+//! | get-or-create (a keyed handle) | `GetItem`, strongly consistent; if no live handle, `PutItem` (with the quota, the counted create's transaction) | `attribute_not_exists(pk)`, or over the dead item read (`version = read AND (deleted OR expired)`); a refused put reads again |
 //! | list (a page) | `Query` on the index `by-owner`, newest first, `Limit` = the page size | `expires_at_ms > now`, not deleted (a filter: a page may come back short) |
 //!
 //! Conditional writes ask for the old item on failure
@@ -80,7 +81,7 @@ use super::{
     expiry_ms, validate, validate_list,
 };
 use crate::aws::item::{self as aws_item, Item, n, s};
-use crate::aws::table::{Cancellation, Count, Counted, OWNER_INDEX, PK, Table, handle_key};
+use crate::aws::table::{Cancellation, Count, Counted, OWNER_INDEX, PK, PutIf, Table, handle_key};
 use crate::aws::{AwsTimeouts, TableError};
 use crate::env::now_ms;
 
@@ -208,21 +209,23 @@ impl DynamoDbHandleStore {
     /// `create` under the quota: the handle's put and its owner's count for the window
     /// (`q#h#<window>#<sha256(owner)>`, expiring with the window) in one `TransactWriteItems`,
     /// both or neither. The write id is the transaction's idempotency token, so the SDK
-    /// retrying a landed attempt succeeds.
+    /// retrying a landed attempt succeeds. `None` when the put was refused: the id is taken.
     async fn create_counted(
         &self,
         handle: Handle,
         quota: CallerQuota,
         write_id: String,
         now: u64,
-    ) -> Result<Handle, HandleError> {
+        put_if: PutIf,
+    ) -> Result<Option<Handle>, HandleError> {
         let invalid = |e: aws_sdk_dynamodb::error::BuildError| HandleError::Invalid(e.to_string());
         let (window, left) = quota.window_at(now);
         let digest = CallerQuota::owner_digest(&handle.owner);
         let count = Count::new(Counted::Handles, &digest, window, left, now, quota.max);
         let sent = self
             .table
-            .create_counted(
+            .create_counted_if(
+                put_if,
                 |write_id| item::new_item(&handle, write_id),
                 &count,
                 write_id,
@@ -231,14 +234,96 @@ impl DynamoDbHandleStore {
             )
             .await?;
         let Err(e) = sent.result else {
-            return Ok(handle);
+            return Ok(Some(handle));
         };
         match Cancellation::of(&e) {
+            // Taken first: a keyed handle another call has just created is no creation of
+            // this one, so no count (DynamoDB names every condition that failed, and at the
+            // quota's edge the count's fails too).
+            Some(why) if why.first_refused => Ok(None),
             Some(why) if why.second_refused => Err(HandleError::over_quota(&quota, now)),
-            Some(why) if why.first_refused => Err(HandleError::Unavailable(
-                "a random handle id collided with an existing one; try again".into(),
-            )),
             _ => Err(failure("TransactWriteItems", &e, sent.maybe_applied)),
+        }
+    }
+}
+
+/// Rounds of a keyed get-or-create (read, then put) before a still-contended id answers
+/// [`HandleError::Unavailable`]: a round fails only when another write landed between its read
+/// and its put, which leaves a live handle for the next read, so two rounds settle all but a
+/// create racing deletes.
+const GET_OR_CREATE_ROUNDS: u32 = 4;
+
+impl DynamoDbHandleStore {
+    /// One round of [`get_or_create`](HandleStore::get_or_create): `Ok(None)` when another
+    /// writer got in between the read and the put (read again).
+    async fn get_or_create_round(
+        &self,
+        owner: &str,
+        kind: &str,
+        id: HandleId,
+        data: &serde_json::Value,
+        ttl: Duration,
+        mine: &[String],
+    ) -> Result<Option<(Handle, bool)>, HandleError> {
+        let request = self.table.get_item(handle_key(id));
+        let out = self
+            .table
+            .answer(|| request.clone().send())
+            .await
+            .map_err(|e| failure("GetItem", &e, false))?;
+        let now = now_ms();
+        let mut put_if = PutIf::New;
+        if let Some(item) = out.item() {
+            let dead_version = if is_tombstone(item) {
+                aws_item::number(item, "version")
+            } else {
+                let (handle, write_id) = parse(item)?;
+                if handle.expires_at_ms > now {
+                    if handle.owner != owner {
+                        return Err(HandleError::Unavailable(
+                            "a keyed handle's id is held by another owner's handle".into(),
+                        ));
+                    }
+                    // Created by an earlier round of this call whose answer was lost?
+                    let created = write_id.is_some_and(|w| mine.contains(&w));
+                    return Ok(Some((handle, created)));
+                }
+                Some(handle.version)
+            };
+            // The dead item (a tombstone, or expired and not yet swept) is replaced, if it is
+            // still the one read.
+            let version = dead_version.ok_or_else(|| corrupt("version"))?;
+            put_if = PutIf::NewOrDead {
+                version,
+                now_ms: now,
+            };
+        }
+        let write_id = mine.last().cloned().unwrap_or_default();
+        let mut handle = Handle::created(id, owner, kind, data.clone(), now, ttl);
+        if let PutIf::NewOrDead { version, .. } = put_if {
+            // The new handle continues the dead one's versions: an update meant for the old
+            // one (its answer lost, still on its way) names a version the new one never has.
+            handle.version = version.saturating_add(1);
+        }
+        if let Some(quota) = self.quota.filter(|_| CallerQuota::counts(owner)) {
+            // `None`: the put was refused, another call created it meanwhile.
+            let created = self
+                .create_counted(handle, quota, write_id, now, put_if)
+                .await?;
+            return Ok(created.map(|handle| (handle, true)));
+        }
+        let request = self
+            .table
+            .put_if(put_if, item::new_item(&handle, &write_id));
+        let sent = self.table.send(|| request.clone().send()).await;
+        let Err(e) = sent.result else {
+            return Ok(Some((handle, true)));
+        };
+        use aws_sdk_dynamodb::operation::put_item::PutItemError;
+        match e.as_service_error() {
+            // Taken meanwhile (or by this round's own landed attempt: the next read tells).
+            Some(PutItemError::ConditionalCheckFailedException(_)) => Ok(None),
+            _ => Err(failure("PutItem", &e, sent.maybe_applied)),
         }
     }
 }
@@ -258,7 +343,14 @@ impl HandleStore for DynamoDbHandleStore {
             let now = now_ms();
             let handle = Handle::created(id, owner, kind, data, now, ttl);
             if let Some(quota) = self.quota.filter(|_| CallerQuota::counts(owner)) {
-                return self.create_counted(handle, quota, write_id, now).await;
+                return self
+                    .create_counted(handle, quota, write_id, now, PutIf::New)
+                    .await?
+                    .ok_or_else(|| {
+                        HandleError::Unavailable(
+                            "a random handle id collided with an existing one; try again".into(),
+                        )
+                    });
             }
             let request = self.table.put_new(item::new_item(&handle, &write_id));
             let sent = self.table.send(|| request.clone().send()).await;
@@ -281,6 +373,39 @@ impl HandleStore for DynamoDbHandleStore {
                     "a random handle id collided with an existing one; try again".into(),
                 ))
             }
+        }
+        .boxed()
+    }
+
+    /// A consistent `GetItem`; when no live handle is there, a `PutItem` only if the key is
+    /// new or still holds the dead item read (a tombstone, an expired handle), or with the
+    /// quota the counted create's transaction. A put refused because another call's landed first is followed by
+    /// a read of the winner. A round's write id is remembered, so a put whose answer was lost
+    /// but that landed is recognised as this call's creation.
+    fn get_or_create<'a>(
+        &'a self,
+        owner: &'a str,
+        kind: &'a str,
+        id: HandleId,
+        data: serde_json::Value,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(Handle, bool), HandleError>> {
+        async move {
+            validate(owner, Some(kind), Some(&data), ttl)?;
+            let mut mine = Vec::new();
+            for _ in 0..GET_OR_CREATE_ROUNDS {
+                mine.push(HandleId::random()?.to_string());
+                if let Some(found) = self
+                    .get_or_create_round(owner, kind, id, &data, ttl, &mine)
+                    .await?
+                {
+                    return Ok(found);
+                }
+            }
+            Err(HandleError::Unavailable(format!(
+                "a keyed handle kept changing under {GET_OR_CREATE_ROUNDS} attempts to read or \
+                 create it"
+            )))
         }
         .boxed()
     }
