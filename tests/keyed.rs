@@ -527,3 +527,44 @@ async fn on_dynamodb_the_list_then_create_helper_makes_duplicates() {
         "the naive helper was not caught this time: {values:?}"
     );
 }
+
+/// On DynamoDB a write whose answer was lost can land late. A keyed handle made again after a
+/// delete continues the old one's versions, so an update meant for the old one (conditioned on
+/// a version it had) can never land on the new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_dynamodb_a_remade_keyed_handle_refuses_writes_meant_for_the_old_one() {
+    let Some(endpoint) = support::dynamodb::endpoint("the keyed-handle versions on DynamoDB")
+    else {
+        return;
+    };
+    let store: Arc<dyn HandleStore> = Arc::new(support::dynamodb::store(&endpoint).await);
+    let counters = counters(store.clone());
+    let ada = caller("ada");
+    let mine = counters.keyed(&ada, "default");
+    let old = mine.modify_or_create(0, |n| *n += 1).await.unwrap();
+    mine.delete().await.unwrap();
+    let new = mine.get_or_create(0).await.unwrap();
+    assert_eq!(new.id, old.id);
+    assert!(
+        new.version > old.version,
+        "{} after {}",
+        new.version,
+        old.version
+    );
+    for stale in 1..=old.version {
+        let late = store
+            .update(
+                ada.owner_key(),
+                old.id,
+                stale,
+                serde_json::json!({"value": 99}),
+                HOUR,
+            )
+            .await;
+        assert!(
+            matches!(late, Err(HandleError::Conflict { .. })),
+            "version {stale}: {late:?}"
+        );
+    }
+    assert_eq!(mine.value_or(7).await, Ok(0));
+}
