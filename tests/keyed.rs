@@ -449,7 +449,7 @@ async fn ten_first_uses_across_two_processes_end_with_one_handle_holding_ten() {
 
     let subject = format!("two-processes-{}", HandleId::random().unwrap());
     // Far enough ahead for both children to start and connect on a loaded machine.
-    let start_at = epoch_ms() + 3000;
+    let start_at = epoch_ms() + 5000;
     let children: Vec<_> = (0..2)
         .map(|_| {
             std::process::Command::new(std::env::current_exe().unwrap())
