@@ -37,7 +37,7 @@
 //! request, a notification, a stream, a `Host` outside the allow-list or any `Origin` (rmcp
 //! judges those), a session header, `Mcp-Param-*` headers or a tool whose schema routes a
 //! parameter into one, a method without a typed decoder here, a body the method's type does
-//! not fit. `tests/direct_answers.rs` sends each kind of request both ways and compares the
+//! not fit. `tests/self_contained/direct_answers.rs` sends each kind of request both ways and compares the
 //! answers byte for byte.
 
 use std::{

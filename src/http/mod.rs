@@ -1,7 +1,7 @@
 //! The HTTP front: every check a request goes through before and after rmcp.
 //!
 //! The order lives in one place, [`pipeline.rs`](McpService), whose comments name each step
-//! as this table does (ARCHITECTURE.md lists the same names; `tests/module_graph.rs` holds the
+//! as this table does (ARCHITECTURE.md lists the same names; `tests/self_contained/module_graph.rs` holds the
 //! three to one order); each step is a file here with its own settings:
 //!
 //! | step | file | refuses with |
