@@ -1,8 +1,8 @@
 //! Every method rmcp dispatches to a `ServerHandler` reaches the user's handler through the
 //! wrapper (`src/handler/mod.rs`, `Hosted`), on both doors of the front: the direct answer
 //! (`src/http/direct.rs`: a plain 2026-07-28 request) and rmcp's `StreamableHttpService` (the
-//! same request with an `Origin`, which rmcp judges; a 2025-era request; a method without a
-//! decoder in direct.rs). Each request is sent through `testing::TestClient` and over a socket
+//! same request asking for progress, which only a stream can carry; a 2025-era request; a
+//! method without a decoder in direct.rs). Each request is sent through `testing::TestClient` and over a socket
 //! to the local server, and must come back with the answer the recording handler gave.
 //!
 //! `Hosted` forwards rmcp's methods by hand, so a method rmcp adds is answered by the trait's
@@ -639,15 +639,23 @@ fn the_table_names_every_variant_rmcp_has() {
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
-/// `row`'s request, addressed to `host`, with `origin` when given.
+/// `row`'s request, addressed to `host`; with `via_rmcp`, a 2026-07-28 request asks for
+/// progress (`_meta.progressToken`), which only rmcp's own service may answer (a stream), so
+/// the same request reaches the handler through the other door.
 fn request_of(
     client: &TestClient<Recorder>,
     row: &Row,
     host: &str,
-    origin: Option<&str>,
+    via_rmcp: bool,
 ) -> http::Request<Full<Bytes>> {
     let mut request = match row.era {
-        Era::Modern { .. } => client.build(row.method, (row.params)()),
+        Era::Modern { .. } => {
+            let mut params = (row.params)();
+            if via_rmcp {
+                params["_meta"]["progressToken"] = json!("forwarding");
+            }
+            client.build(row.method, params)
+        }
         Era::Legacy => {
             let body =
                 json!({"jsonrpc": "2.0", "id": 1, "method": row.method, "params": (row.params)()});
@@ -665,18 +673,13 @@ fn request_of(
     if let Some(task) = (row.params)()["taskId"].as_str() {
         headers.insert("mcp-name", task.parse().unwrap());
     }
-    if let Some(origin) = origin {
-        request
-            .headers_mut()
-            .insert(http::header::ORIGIN, origin.parse().unwrap());
-    }
     request
 }
 
-/// The door a row's request goes through, with or without an `Origin`.
-fn expected_door(row: &Row, origin: bool) -> Door {
+/// The door a row's request goes through, asked to go through rmcp's or not.
+fn expected_door(row: &Row, via_rmcp: bool) -> Door {
     match row.era {
-        Era::Modern { direct: true } if !origin => Door::Direct,
+        Era::Modern { direct: true } if !via_rmcp => Door::Direct,
         _ => Door::Rmcp,
     }
 }
@@ -727,19 +730,19 @@ async fn every_request_reaches_the_handler_through_the_test_client_on_both_doors
     let server = App::new(support::fixture::config(&[])).server(move || handler.clone());
     let client = TestClient::new(&server).with_capabilities(json!({"extensions": {TASKS: {}}}));
     for row in REQUESTS {
-        for origin in [None, Some("http://127.0.0.1:3000")] {
-            let how = if origin.is_some() {
-                "TestClient, Origin"
+        for via_rmcp in [false, true] {
+            let how = if via_rmcp {
+                "TestClient, progress asked"
             } else {
                 "TestClient"
             };
             let answer = client
-                .send(request_of(&client, row, "127.0.0.1:3000", origin))
+                .send(request_of(&client, row, "127.0.0.1:3000", via_rmcp))
                 .await;
             check(
                 row,
                 how,
-                expected_door(row, origin.is_some()),
+                expected_door(row, via_rmcp),
                 recorder.take(),
                 answer.json(),
             );
@@ -845,18 +848,18 @@ async fn every_request_reaches_the_handler_over_http_on_both_doors() {
     let http = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build_http();
     for row in REQUESTS {
-        for origin in [None, Some(format!("http://{addr}"))] {
-            let how = if origin.is_some() {
-                "socket, Origin"
+        for via_rmcp in [false, true] {
+            let how = if via_rmcp {
+                "socket, progress asked"
             } else {
                 "socket"
             };
-            let request = request_of(&builder, row, &addr, origin.as_deref());
+            let request = request_of(&builder, row, &addr, via_rmcp);
             let (_, _, answer) = over_socket(&http, &addr, request).await;
             check(
                 row,
                 how,
-                expected_door(row, origin.is_some()),
+                expected_door(row, via_rmcp),
                 recorder.take(),
                 &answer,
             );
