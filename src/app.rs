@@ -430,17 +430,22 @@ impl App {
         shutdown: &Shutdown,
     ) -> Option<Arc<Listener>> {
         let changes = self.changes.as_ref()?;
+        let feed = changes.feed();
+        // A feed that cannot read the task store's records itself reads them through a view
+        // that has the store.
+        let feed = match &self.tasks {
+            Some((tasks, _)) => feed.reading_tasks_from(tasks.store().clone()),
+            None => None,
+        }
+        .unwrap_or_else(|| feed.clone());
         let listener = Listener::new(
-            changes.feed().clone(),
+            feed,
             resource_watch(&self.handle_resources, self.resources.clone()),
             Announced::of(capabilities),
             self.config.listen.clone(),
             shutdown.clone(),
             self.tasks.is_some(),
         );
-        if let Some((tasks, _)) = &self.tasks {
-            listener.feed.attach_task_store(tasks.store().clone());
-        }
         Some(Arc::new(listener))
     }
 }
