@@ -166,7 +166,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
         Box::pin(noted(async move {
-            let Some((tasks, _)) = &self.settings.tasks else {
+            let Some((tasks, _)) = self.settings.tasks()? else {
                 return self.inner.get_task(request, context).await;
             };
             let owner = owner_of(&context);
@@ -183,7 +183,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         Box::pin(noted(async move {
-            let Some((tasks, _)) = &self.settings.tasks else {
+            let Some((tasks, _)) = self.settings.tasks()? else {
                 return self.inner.update_task(request, context).await;
             };
             let owner = owner_of(&context);
@@ -200,7 +200,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         Box::pin(noted(async move {
-            let Some((tasks, _)) = &self.settings.tasks else {
+            let Some((tasks, _)) = self.settings.tasks()? else {
                 return self.inner.cancel_task(request, context).await;
             };
             let owner = owner_of(&context);
@@ -510,9 +510,9 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
                 self.stamp_response(&mut response);
                 return Ok(response);
             }
-            if let Some((tasks, policies)) = &self.settings.tasks {
+            if let Some((tasks, policies)) = self.settings.tasks()? {
                 let intake = policies
-                    .intake(tasks, &request, &context)
+                    .intake(&tasks, &request, &context)
                     .await
                     .inspect_err(|error| record_retry_after(&context, error))?;
                 if let Intake::Task(mut created) = intake {

@@ -34,7 +34,10 @@ pub use dispatch::LambdaDispatch;
 #[cfg(feature = "dynamodb")]
 pub use dynamodb::{DynamoDbTaskStore, MAX_ANSWER_KEYS, MAX_KEY_BYTES, MAX_TASK_BYTES};
 pub(crate) use engine::EXTENSION;
-pub use engine::{RoundOutput, Tasks, ToolRunner};
+#[doc(hidden)]
+pub use engine::Engine;
+pub use engine::Tasks;
+pub(crate) use engine::{RoundOutput, ToolRunner};
 pub(crate) use intake::{Intake, RoundInProcess, TaskPolicies};
 pub use memory::{MAX_MEMORY_TASKS, MemoryTaskStore};
 pub use record::{CLAIM_WINDOW_MS, TaskRecord, TaskState};
