@@ -247,7 +247,7 @@ fn auth(c: &mut Criterion) {
         ("MCP_AUTH_ISSUER", issuer.url.as_str()),
         ("MCP_AUTH_AUDIENCE", AUDIENCE),
     ];
-    let settings = config(&vars).auth.expect("auth is on");
+    let settings = config(&vars).auth().cloned().expect("auth is on");
 
     // The verification alone: bearer header → principal, as the front calls it.
     let authenticator = Authenticator::new(Arc::new(settings));

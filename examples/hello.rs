@@ -42,5 +42,9 @@ async fn main() -> Result<(), mcp_lambda::Error> {
     let hello = Hello {
         tool_router: Hello::tool_router(),
     };
-    mcp_lambda::App::new(config).server(hello).run().await
+    mcp_lambda::App::open(config)
+        .await?
+        .server(hello)
+        .run()
+        .await
 }

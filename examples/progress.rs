@@ -31,7 +31,11 @@ use serde_json::json;
 #[tokio::main]
 async fn main() -> Result<(), mcp_lambda::Error> {
     let config = mcp_lambda::Config::load().await?;
-    mcp_lambda::App::new(config).server(Counter).run().await
+    mcp_lambda::App::open(config)
+        .await?
+        .server(Counter)
+        .run()
+        .await
 }
 
 /// The server: one `count` tool.

@@ -63,5 +63,9 @@ async fn main() -> Result<(), mcp_lambda::Error> {
         profile_url: std::env::var("PROFILE_URL")
             .unwrap_or_else(|_| "http://127.0.0.1:9/userinfo".into()),
     };
-    mcp_lambda::App::new(config).server(profile).run().await
+    mcp_lambda::App::open(config)
+        .await?
+        .server(profile)
+        .run()
+        .await
 }

@@ -72,10 +72,10 @@ if ! (cd "$CRATE" && cargo build 2>&1 | tail -n 5); then fail "the quick start b
 BIN="$CARGO_TARGET_DIR/debug/notes-quickstart"
 
 install_mcp_client
-serve_on_free_port "$BIN" "$CRATE.server.log" MCP_LISTEN_MAX_SECS=3
+serve_on_free_port "$BIN" "$CRATE.server.log"
 if "$MCP_PYTHON" scripts/quickstart_client.py "http://127.0.0.1:$PORT/mcp"; then
-  ok "the quick start answers a real client (Python mcp 2.3.0): tools, template, listen, read"
+  ok "the quick start answers a real client (Python mcp 2.3.0): tools, a note kept between calls, an unknown id"
 else
-  fail "the quick start answers a real client (Python mcp 2.3.0): tools, template, listen, read"
+  fail "the quick start answers a real client (Python mcp 2.3.0): tools, a note kept between calls, an unknown id"
 fi
 finish

@@ -1,6 +1,6 @@
 //! Builds the service once and runs it on Lambda or locally.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use rmcp::{
     ServerHandler,
@@ -15,29 +15,30 @@ use crate::{
     config::Config,
     env::Mode,
     error::Error,
-    handler::{Announce, HandleResource, Hosted, HostedSettings},
+    handler::{Announce, HandleResource, Hosted, HostedSettings, InProcess, MakeHosted, Rounds},
     handles::{HandleStore, Handles},
-    http::{Front, MakeHosted, McpService},
+    http::{Front, McpService},
     listen::{Announced, Changes, Listener, ResourceWatch, Watch},
     metrics::Metrics,
     oauth::{AuthorizationServer, MemoryOAuthStore, OAuthStore},
     shutdown::Shutdown,
-    tasks::{TaskPolicy, Tasks},
+    tasks::{Engine, TaskPolicies, TaskPolicy, Tasks},
 };
 
 /// The application: configuration first, then the server, then [`Server::run`].
 ///
-/// [`App::new`] serves a handler as it is; [`App::open`] also opens the handle store and the
-/// change feed the configuration names, so tools keep typed state in [`handles`](Self::handles),
-/// [`resource`](Self::resource) serves it as resources, and `subscriptions/listen` works with
-/// no more plumbing.
+/// One way to build it: [`App::load`] reads the configuration from the environment (or
+/// [`App::open`] takes one you built, e.g. [`Config::local_default`] in tests), and opens the
+/// handle store and the change feed it names, so tools keep typed state in
+/// [`handles`](Self::handles), [`resource`](Self::resource) serves it as resources, and
+/// `subscriptions/listen` works with no more plumbing. No constructor installs a log subscriber:
+/// [`Server::run`] does (or [`init_tracing`], to log earlier).
 ///
 /// ```no_run
 /// # #[derive(Clone)] struct MyServer;
 /// # impl mcp_lambda::rmcp::ServerHandler for MyServer {}
 /// # async fn demo() -> Result<(), mcp_lambda::Error> {
-/// let config = mcp_lambda::Config::load().await?;
-/// mcp_lambda::App::new(config).server(MyServer).run().await
+/// mcp_lambda::App::load().await?.server(MyServer).run().await
 /// # }
 /// ```
 pub struct App {
@@ -46,8 +47,8 @@ pub struct App {
     handles: Option<Arc<dyn HandleStore>>,
     resources: Option<Arc<dyn ResourceWatch>>,
     handle_resources: Vec<HandleResource>,
-    tasks: Option<(Arc<Tasks>, crate::tasks::TaskPolicies)>,
-    /// The authenticator, its keys' fetch started by [`load`](Self::load) or [`new`](Self::new).
+    tasks: Option<(Tasks, TaskPolicies)>,
+    /// The authenticator, its keys' fetch started by [`load`](Self::load) or [`open`](Self::open).
     auth: Option<Warming>,
     /// Where the built-in authorization server keeps its state; `None` = in memory.
     oauth_store: Option<Arc<dyn OAuthStore>>,
@@ -64,17 +65,21 @@ impl std::fmt::Debug for App {
 }
 
 impl App {
-    /// Starts from a configuration, and installs the log subscriber it describes (`MCP_LOG`;
-    /// a subscriber the program installed first is kept).
+    /// An app on `config` with no handle store opened and no change feed: for the crate's own
+    /// in-process tests and benchmarks, which serve a handler without them. A server uses
+    /// [`load`](Self::load) or [`open`](Self::open), which open both.
+    #[doc(hidden)]
     pub fn new(config: Config) -> Self {
         let auth = config.auth.as_ref().map(Warming::start);
-        Self::started(config, auth)
+        let mut app = Self::started(config, auth);
+        if app.config.handles.table.is_none() {
+            app.handles = Some(app.config.handles.in_memory());
+        }
+        app
     }
 
     /// The app of `config`, the issuer's key fetch `auth` under way.
     fn started(config: Config, auth: Option<Warming>) -> Self {
-        config.log.init();
-        config.warn_of_unknown_variables();
         Self {
             config,
             changes: None,
@@ -87,7 +92,7 @@ impl App {
         }
     }
 
-    /// [`new`](Self::new), then opens the handle store and the change feed the configuration
+    /// Starts from a configuration: opens the handle store and the change feed the configuration
     /// names (`MCP_HANDLES_TABLE`: DynamoDB, one warm-up read; otherwise in memory), and
     /// serves `subscriptions/listen` from that feed.
     ///
@@ -103,8 +108,9 @@ impl App {
     /// # }
     /// ```
     pub async fn open(config: Config) -> Result<Self, Error> {
-        let app = Self::new(config);
-        // Let the fetch `new` just started open its connections before the store's synchronous
+        let auth = config.auth.as_ref().map(Warming::start);
+        let app = Self::started(config, auth);
+        // Let the fetch just started open its connections before the store's synchronous
         // set-up (a current-thread runtime runs it only when this task yields).
         if app.auth.is_some() {
             tokio::task::yield_now().await;
@@ -133,12 +139,14 @@ impl App {
         Self::load_with(|name| std::env::var(name).ok(), true).await
     }
 
-    /// [`load`](Self::load) through `lookup` for the `MCP_*` variables. The AWS endpoint,
+    /// [`load`](Self::load) through `lookup` for the `MCP_*` variables (the crate's own tests).
+    /// The AWS endpoint,
     /// region and credentials still come from the process environment (the AWS SDK's loader).
     ///
     /// # Errors
     ///
     /// As [`load`](Self::load).
+    #[doc(hidden)]
     pub async fn load_from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
         Self::load_with(lookup, false).await
     }
@@ -195,13 +203,11 @@ impl App {
     /// # }
     /// ```
     ///
-    /// # Panics
-    ///
-    /// On an app made with [`new`](Self::new): only [`open`](Self::open) opens the store.
     pub fn handles<T>(&self, kind: &str) -> Handles<T>
     where
         T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static,
     {
+        // Only the hidden `App::new` on a configured table leaves the store unopened.
         let store = self.handles.clone().expect(
             "App::handles needs the handle store: build the app with App::open(config).await?",
         );
@@ -243,8 +249,9 @@ impl App {
         self
     }
 
-    /// Runs tools as durable tasks (the tasks extension) on `tasks`, as `policy` says per
-    /// tool name; the server advertises the extension.
+    /// Runs tools as durable tasks (the tasks extension) as `tasks` describes them (or
+    /// [`Config::open_tasks`] opens them), as `policy` says per tool name; the server starts
+    /// the engine and advertises the extension.
     ///
     /// ```no_run
     /// # #[derive(Clone)] struct MyServer;
@@ -258,7 +265,8 @@ impl App {
     ///     TaskSettings::default(),
     /// );
     /// let handler = MyServer;
-    /// mcp_lambda::App::new(config)
+    /// mcp_lambda::App::open(config)
+    ///     .await?
     ///     .tasks(tasks, |tool: &str, _caller: &mcp_lambda::Caller| match tool {
     ///         "report" => TaskPolicy::Optional,
     ///         _ => TaskPolicy::Never,
@@ -271,33 +279,16 @@ impl App {
     /// ```
     pub fn tasks(
         mut self,
-        tasks: Arc<Tasks>,
+        tasks: Tasks,
         policy: impl Fn(&str, &Caller) -> TaskPolicy + Send + Sync + 'static,
     ) -> Self {
-        self.tasks = Some((tasks, crate::tasks::TaskPolicies::new(policy)));
+        self.tasks = Some((tasks, TaskPolicies::new(policy)));
         self
     }
 
-    /// Serves `subscriptions/listen` from `changes`, the feed the handler publishes to (see
-    /// [`listen`](crate::listen)): list changes for every listener that asks, as the handler's
-    /// capabilities advertise them. Without it, listen is left to the handler.
-    ///
-    /// ```no_run
-    /// # #[derive(Clone)] struct MyServer;
-    /// # impl rmcp::ServerHandler for MyServer {}
-    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// let config = mcp_lambda::Config::load().await?;
-    /// let handles = config.handles.open().await?;
-    /// let changes = config.listen.open(&config.handles, handles).await?;
-    /// let handler = MyServer; // keeps a clone of `changes` and publishes to it
-    /// mcp_lambda::App::new(config)
-    ///     .changes(&changes)
-    ///     .server(handler)
-    ///     .run()
-    ///     .await?;
-    /// # Ok(())
-    /// # }
-    /// ```
+    /// Serves `subscriptions/listen` from `changes` in place of the feed [`open`](Self::open)
+    /// opened (the crate's own tests; a server publishes to [`changes_feed`](Self::changes_feed)).
+    #[doc(hidden)]
     pub fn changes(mut self, changes: &Changes) -> Self {
         self.changes = Some(changes.clone());
         self
@@ -318,9 +309,11 @@ impl App {
     /// ```
     /// # #[derive(Clone)] struct MyServer;
     /// # impl mcp_lambda::rmcp::ServerHandler for MyServer {}
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), mcp_lambda::Error> {
     /// let config = mcp_lambda::Config::local_default();
-    /// let server = mcp_lambda::App::new(config).server(MyServer);
-    /// # drop(server);
+    /// let server = mcp_lambda::App::open(config).await?.server(MyServer);
+    /// # drop(server); Ok(())
+    /// # }
     /// ```
     pub fn server<H, M>(self, handler: impl MakeHandler<H, M>) -> Server<H>
     where
@@ -336,29 +329,47 @@ impl App {
         let config = self.config;
         let metrics =
             (config.metrics.enabled).then(|| Arc::new(Metrics::new(config.metrics.clone())));
-        let hosted = Arc::new(
-            HostedSettings::new(
-                &config.cache,
-                &config.lists,
-                config.request_state_keys.all(),
-                config.auth.as_ref(),
-                &inner_info,
-                listen.clone(),
-                self.tasks.clone(),
-            )
-            .with_resources(self.handle_resources, announce)
-            .with_metrics(metrics.clone()),
-        );
-        let make_hosted: MakeHosted<H> = Arc::new(move || Hosted::new(factory(), hosted.clone()));
+        // The handler's dispatch; its settings hold the task engine weakly, since the engine
+        // holds the dispatch as its runner.
+        let dispatch_with = |tasks| {
+            let hosted = Arc::new(
+                HostedSettings::new(
+                    &config.cache,
+                    &config.lists,
+                    config.request_state_keys.all(),
+                    config.auth.as_ref(),
+                    &inner_info,
+                    listen.clone(),
+                    tasks,
+                )
+                .with_resources(self.handle_resources, announce)
+                .with_metrics(metrics.clone()),
+            );
+            let make_hosted: MakeHosted<H> =
+                Arc::new(move || Hosted::new(factory(), hosted.clone()));
+            Arc::new(InProcess::new(make_hosted))
+        };
+        let (engine, dispatch) = match self.tasks {
+            None => (None, dispatch_with(None)),
+            Some((tasks, policies)) => {
+                // Built whole around its runner: nothing is set after the fact.
+                let (engine, dispatch) = cyclic(|engine: &Weak<Engine>| {
+                    let dispatch = dispatch_with(Some((engine.clone(), policies)));
+                    let runner = Arc::new(Rounds(dispatch.clone()));
+                    let keys = config.request_state_keys.all();
+                    (tasks.start(runner, &config.http.path, keys), dispatch)
+                });
+                (Some(engine), dispatch)
+            }
+        };
         let rmcp = StreamableHttpService::new(
             {
-                let make_hosted = make_hosted.clone();
-                move || Ok(make_hosted())
+                let dispatch = dispatch.clone();
+                move || Ok(dispatch.handler())
             },
             Arc::new(LocalSessionManager::default()),
             config.http.rmcp_config(),
         );
-        let engine = self.tasks.map(|(tasks, _)| tasks);
         let auth = self.auth.as_ref().map(|w| w.authenticator().clone());
         let front = Front::new(
             &config.http,
@@ -391,13 +402,9 @@ impl App {
             ))
         });
         let front = front.with_oauth(oauth);
-        let service = McpService::new(rmcp, make_hosted, front);
-        if let Some(tasks) = &engine {
-            let keys = config.request_state_keys.all();
-            tasks.set_runner(Arc::new(service.clone()), &config.http.path, keys);
-        }
+        let service = McpService::new(rmcp, dispatch, front);
         Server {
-            local_tasks: engine.as_ref().is_some_and(|tasks| tasks.runs_locally()),
+            tasks: engine,
             service,
             config,
             auth_warming: self.auth,
@@ -423,19 +430,36 @@ impl App {
         shutdown: &Shutdown,
     ) -> Option<Arc<Listener>> {
         let changes = self.changes.as_ref()?;
+        let feed = changes.feed();
+        // A feed that cannot read the task store's records itself reads them through a view
+        // that has the store.
+        let feed = match &self.tasks {
+            Some((tasks, _)) => feed.reading_tasks_from(tasks.store().clone()),
+            None => None,
+        }
+        .unwrap_or_else(|| feed.clone());
         let listener = Listener::new(
-            changes.feed().clone(),
+            feed,
             resource_watch(&self.handle_resources, self.resources.clone()),
             Announced::of(capabilities),
             self.config.listen.clone(),
             shutdown.clone(),
             self.tasks.is_some(),
         );
-        if let Some((tasks, _)) = &self.tasks {
-            listener.feed.attach_task_store(tasks.store().clone());
-        }
         Some(Arc::new(listener))
     }
+}
+
+/// `Arc::new_cyclic` for a value built together with something else that holds it weakly.
+fn cyclic<T, U>(build: impl FnOnce(&Weak<T>) -> (T, U)) -> (Arc<T>, U) {
+    let mut other = None;
+    let value = Arc::new_cyclic(|weak| {
+        let (value, built) = build(weak);
+        other = Some(built);
+        value
+    });
+    let other = other.expect("Arc::new_cyclic calls its closure once, before it returns");
+    (value, other)
 }
 
 /// The handler's own description, asked once at start-up (and warned of when rmcp's default),
@@ -510,14 +534,21 @@ pub struct Server<H> {
     /// The issuer's keys, being fetched since start-up.
     auth_warming: Option<Warming>,
     shutdown: Shutdown,
-    /// Tasks run on this process's runtime (`Dispatch::Local`).
-    local_tasks: bool,
+    /// The task engine, when tools run as tasks.
+    tasks: Option<Arc<Engine>>,
 }
 
 impl<H: ServerHandler> Server<H> {
     /// The tower service, for tests or custom hosting (e.g. `ServiceExt::oneshot`).
     pub fn service(&self) -> McpService<H> {
         self.service.clone()
+    }
+
+    /// The running task engine, when tools run as tasks (the crate's own tests, which run a
+    /// round as a second delivery would).
+    #[doc(hidden)]
+    pub fn tasks(&self) -> Option<Arc<Engine>> {
+        self.tasks.clone()
     }
 
     /// The signal that ends [`run`](Self::run) gracefully, as SIGTERM does: the local server
@@ -529,6 +560,7 @@ impl<H: ServerHandler> Server<H> {
     /// Serves until stopped: on Lambda when `AWS_LAMBDA_RUNTIME_API` is set,
     /// otherwise on [`LocalSettings::bind`](crate::serve::LocalSettings::bind).
     pub async fn run(self) -> Result<(), Error> {
+        self.start_logging();
         match &self.auth_warming {
             Some(warming) => {
                 let settings = warming.authenticator().settings();
@@ -560,9 +592,10 @@ impl<H: ServerHandler> Server<H> {
                 "MCP_REQUEST_STATE_KEY is not set: using a random key, so requestState and cursors do not survive a restart or cross instances"
             );
         }
+        let local_tasks = self.tasks.as_ref().is_some_and(|t| t.runs_locally());
         match self.config.mode {
             // A round dispatched on the accepting invocation's runtime freezes with it.
-            Mode::Lambda if self.local_tasks => Err(Error::Tasks(
+            Mode::Lambda if local_tasks => Err(Error::Tasks(
                 "Dispatch::Local runs rounds on this process's runtime, which Lambda freezes \
                  between invocations; on Lambda use Dispatch::Lambda (TaskSettings::open picks \
                  it there), which hands each round to the Lambda service",
@@ -581,15 +614,37 @@ impl<H: ServerHandler> Server<H> {
     }
 }
 
+impl<H> Server<H> {
+    /// Installs the log subscriber `MCP_LOG` describes, or says that the program's own is kept,
+    /// then the start-up warnings the configuration holds, through whichever is installed.
+    fn start_logging(&self) {
+        if !self.config.log.init() {
+            tracing::info!(
+                "a tracing subscriber was installed before Server::run, so it is kept: MCP_LOG \
+                 is not applied and the log lines are formatted as that subscriber says (on \
+                 Lambda, JSON lines need mcp_lambda::init_tracing in place of your own)"
+            );
+        }
+        self.config.warn_of_unknown_variables();
+        self.config.handles.warn_if_per_instance();
+    }
+}
+
 /// Installs the tracing subscriber: JSON lines on Lambda (CloudWatch adds the
 /// time), readable text locally, filtered by `MCP_LOG` with rmcp capped at
 /// warn. Tokens and tool arguments are never logged.
 ///
-/// [`App::new`] and [`App::open`] install it already; call this only to log
-/// before them. A subscriber installed first (this one, or the program's own)
-/// is kept.
-pub fn init_tracing(config: &Config) {
-    config.log.init();
+/// [`Server::run`] installs it; call this only to log before it (a constructor
+/// never installs one). A subscriber installed first (this one, or the
+/// program's own) is kept, and `false` says so.
+///
+/// ```
+/// let config = mcp_lambda::Config::local_default();
+/// mcp_lambda::init_tracing(&config);
+/// tracing::info!("logged as MCP_LOG says, before the app is built");
+/// ```
+pub fn init_tracing(config: &Config) -> bool {
+    config.log.init()
 }
 
 /// Whether `info` is rmcp's default `serverInfo`: rmcp's own name and version.

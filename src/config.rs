@@ -47,37 +47,55 @@ use crate::{
 };
 
 /// Everything the server needs to know, read once at start-up.
+///
+/// Read from the environment by [`load`](Self::load) (or [`App::load`](crate::App::load));
+/// a server reads what it needs through the accessors. The fields are the house's own
+/// (hidden: they change with the settings they hold).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Config {
     /// Lambda or local.
+    #[doc(hidden)]
     pub mode: Mode,
     /// The HTTP front.
+    #[doc(hidden)]
     pub http: HttpSettings,
     /// The local server (not used on Lambda).
+    #[doc(hidden)]
     pub local: LocalSettings,
     /// The Lambda adapter (not used locally).
+    #[doc(hidden)]
     pub lambda: LambdaSettings,
     /// List paging.
+    #[doc(hidden)]
     pub lists: ListSettings,
     /// Cache hints per method.
+    #[doc(hidden)]
     pub cache: CacheHints,
     /// Keys for `requestState` and cursors.
+    #[doc(hidden)]
     pub request_state_keys: RequestStateKeys,
     /// The handle store.
+    #[doc(hidden)]
     pub handles: HandleSettings,
     /// `subscriptions/listen` streams and the change feed.
+    #[doc(hidden)]
     pub listen: ListenSettings,
     /// Durable tasks.
+    #[doc(hidden)]
     pub tasks: TaskSettings,
     /// OAuth resource-server settings (`MCP_AUTH_*`); `None` = auth off.
+    #[doc(hidden)]
     pub auth: Option<AuthSettings>,
     /// The built-in authorization server (`MCP_OAUTH_*`); `None` = off. When on, `auth` trusts
     /// its tokens.
+    #[doc(hidden)]
     pub oauth: Option<OAuthSettings>,
     /// Logs.
+    #[doc(hidden)]
     pub log: LogSettings,
     /// Per-request metrics (EMF).
+    #[doc(hidden)]
     pub metrics: MetricsSettings,
     /// The `MCP_` variables of the process environment no concept reads (a misspelt name is
     /// otherwise silently ignored), each with the known name it is closest to; the app warns
@@ -337,6 +355,60 @@ impl Config {
             metrics: MetricsSettings::from_env(env)?,
             unknown_variables: Vec::new(),
         })
+    }
+
+    /// Where the server runs: on Lambda (`AWS_LAMBDA_RUNTIME_API` set) or locally.
+    ///
+    /// ```
+    /// let config = mcp_lambda::Config::local_default();
+    /// assert_eq!(config.mode(), mcp_lambda::Mode::Local);
+    /// ```
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The handle store's settings (`MCP_HANDLES_*`): its table, if any, and the handles' TTL.
+    ///
+    /// ```
+    /// let config = mcp_lambda::Config::local_default();
+    /// assert!(config.handles().table.is_none()); // in memory
+    /// ```
+    pub fn handles(&self) -> &HandleSettings {
+        &self.handles
+    }
+
+    /// The change feed's and listen streams' settings (the crate's own tests open a feed with
+    /// them; a server's app opens it).
+    #[doc(hidden)]
+    pub fn listen(&self) -> &ListenSettings {
+        &self.listen
+    }
+
+    /// The resource server's settings, `None` with auth off (the crate's own benchmarks build an
+    /// authenticator from them).
+    #[doc(hidden)]
+    pub fn auth(&self) -> Option<&AuthSettings> {
+        self.auth.as_ref()
+    }
+
+    /// Opens durable tasks (the tasks extension) on the store the configuration names: the
+    /// handles' DynamoDB table, or memory. On Lambda, where a round runs in another
+    /// invocation, only a table every invocation shares keeps them. Hand them to
+    /// [`App::tasks`](crate::App::tasks); the server starts them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Table`](crate::Error::Table) when the table is unusable.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), mcp_lambda::Error> {
+    /// let app = mcp_lambda::App::load().await?;
+    /// let tasks = app.config().open_tasks().await?;
+    /// # drop(tasks); Ok(())
+    /// # }
+    /// ```
+    pub async fn open_tasks(&self) -> Result<crate::tasks::Tasks, crate::Error> {
+        Ok(self.tasks.open(&self.handles).await?)
     }
 
     /// The codec that seals and opens MRTR `requestState` with the configured keys.

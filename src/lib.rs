@@ -2,13 +2,19 @@
 //! on AWS Lambda — or locally — speaking MCP 2026-07-28 statelessly.
 //!
 //! mcp-lambda wraps an rmcp [`ServerHandler`](rmcp::ServerHandler) with what a
-//! pay-per-request deployment needs: the HTTP front that answers every bad
-//! request with the spec's status and JSON-RPC code ([`http`]), cache hints
-//! mirrored to `Cache-Control` ([`cache`]), signed list cursors, durable
-//! [`handles`] instead of sessions, bearer-token [`auth`], and one
-//! [`Server::run`] that serves on Lambda or on loopback ([`serve`]).
-//! [`Config`] reads every setting once; `ARCHITECTURE.md` walks one request
-//! through the modules.
+//! pay-per-request deployment needs: an HTTP front that answers every bad
+//! request with the spec's status and JSON-RPC code, cache hints mirrored to
+//! `Cache-Control`, signed list cursors, durable [`handles`] instead of
+//! sessions, bearer-token auth (and a built-in authorization server,
+//! [`oauth`]), durable [`tasks`], [`listen`]ing to changes, and one
+//! [`Server::run`] that serves on Lambda or on loopback.
+//!
+//! What a server uses is here at the root — [`App`] builds the server from a
+//! [`Config`] ([`App::load`] reads it from the environment), a tool learns who
+//! calls from a [`Caller`], [`Server::run`] serves — and in [`handles`],
+//! [`tasks`], [`listen`], [`oauth`] and `testing` (feature `test-util`).
+//! Everything else is the house's own (`ARCHITECTURE.md` walks one request
+//! through it) and hidden from these docs.
 //!
 //! # Example: the smallest server
 //!
@@ -50,9 +56,9 @@
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), mcp_lambda::Error> {
-//!     let config = mcp_lambda::Config::load().await?; // every MCP_* variable, read once
+//!     let app = mcp_lambda::App::load().await?; // every MCP_* variable, read once
 //!     let hello = Hello { tool_router: Hello::tool_router() };
-//!     mcp_lambda::App::new(config).server(hello).run().await
+//!     app.server(hello).run().await
 //! }
 //! ```
 //!
@@ -65,13 +71,13 @@
 //! [`App::open`] opens the handle store and the change feed the
 //! configuration names; [`App::handles`] gives typed, caller-bound state
 //! ([`handles::Handles`]); a tool learns who calls from a [`Caller`]
-//! argument; [`handler::HandleResource`] serves each handle as a resource its
+//! argument; [`HandleResource`] serves each handle as a resource its
 //! owner reads and listens to. `examples/notes.rs` is the whole server.
 //!
 //! ```no_run
 //! use mcp_lambda::rmcp::{self, ServerHandler, handler::server::router::tool::ToolRouter};
 //! use mcp_lambda::rmcp::{tool, tool_handler, tool_router};
-//! use mcp_lambda::{App, Caller, Config, handler::HandleResource, handles::{HandleError, Handles}};
+//! use mcp_lambda::{App, Caller, Config, HandleResource, handles::{HandleError, Handles}};
 //!
 //! #[derive(serde::Serialize, serde::Deserialize)]
 //! struct Counter {
@@ -118,7 +124,9 @@
 //! # impl mcp_lambda::rmcp::ServerHandler for Hello {}
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
-//! let service = mcp_lambda::App::new(mcp_lambda::Config::local_default())
+//! let service = mcp_lambda::App::open(mcp_lambda::Config::local_default())
+//!     .await
+//!     .unwrap()
 //!     .server(Hello)
 //!     .service();
 //! let request = http::Request::get("/healthz")
@@ -146,29 +154,46 @@
 #![deny(unreachable_pub)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
-pub mod app;
-pub mod auth;
-pub mod aws;
-pub mod cache;
-pub mod config;
-mod env;
-mod error;
-pub mod handler;
+// What a server author uses: the root's items below, and these four modules.
 pub mod handles;
-pub mod http;
 pub mod listen;
-pub mod logging;
-pub mod metrics;
 pub mod oauth;
-mod request_scope;
-pub mod request_state;
-mod rmcp_gaps;
-pub mod serve;
-pub mod shutdown;
-mod startup;
 pub mod tasks;
 #[cfg(feature = "test-util")]
 pub mod testing;
+
+// The house's rooms (ARCHITECTURE.md). Public so the crate's own tests, benchmarks and
+// example servers reach them, hidden because no server needs them: they may change in any
+// release. What a server needs from them is re-exported at the root.
+#[doc(hidden)]
+pub mod app;
+#[doc(hidden)]
+pub mod auth;
+#[doc(hidden)]
+pub mod aws;
+#[doc(hidden)]
+pub mod cache;
+#[doc(hidden)]
+pub mod config;
+mod env;
+mod error;
+#[doc(hidden)]
+pub mod handler;
+#[doc(hidden)]
+pub mod http;
+#[doc(hidden)]
+pub mod logging;
+#[doc(hidden)]
+pub mod metrics;
+mod request_scope;
+#[doc(hidden)]
+pub mod request_state;
+mod rmcp_gaps;
+#[doc(hidden)]
+pub mod serve;
+#[doc(hidden)]
+pub mod shutdown;
+mod startup;
 
 pub use app::{App, MakeHandler, Server, init_tracing};
 
@@ -189,10 +214,12 @@ mod guides {
     struct Auth;
 }
 pub use auth::{Caller, Principal};
-pub use config::{Config, ConfigError};
+pub use aws::TableError;
+pub use config::{Config, ConfigError, Mode};
 pub use error::Error;
-pub use handler::Hosted;
+pub use handler::HandleResource;
 pub use http::McpService;
 /// The rmcp version this crate is built on, so servers need no second dependency on it.
 pub use rmcp;
-pub use serve::{Buffered as LambdaBuffered, Streaming as LambdaStreaming, runtime};
+pub use serve::runtime;
+pub use shutdown::Shutdown;

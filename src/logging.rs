@@ -113,15 +113,16 @@ impl LogSettings {
         }
     }
 
-    /// Installs the global tracing subscriber (once; later calls do nothing).
-    pub fn init(&self) {
+    /// Installs the global tracing subscriber; `false` when one was installed already (by
+    /// the program, or an earlier call), which is then kept and this one dropped.
+    pub fn init(&self) -> bool {
         let filter = tracing_subscriber::EnvFilter::try_new(self.directives())
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
         use tracing_subscriber::layer::SubscriberExt as _;
         use tracing_subscriber::util::SubscriberInitExt as _;
         let builder = tracing_subscriber::fmt().with_env_filter(filter);
         let quiet = crate::rmcp_gaps::QuietRefusals;
-        let _ = match self.mode {
+        let installed = match self.mode {
             Mode::Lambda => builder
                 .json()
                 .without_time()
@@ -131,8 +132,8 @@ impl LogSettings {
                 .with(quiet)
                 .try_init(),
             // Colours for a person at a terminal only: a log file, journald or a pipe gets
-            // plain text, and no request pays for styling its span's fields (BENCHMARKS.md,
-            // issue 32: most of what the fields cost).
+            // plain text, and no request pays for styling its span's fields (benches/history/issue-32.md:
+            // most of what the fields cost).
             Mode::Local => builder
                 .with_writer(std::io::stderr)
                 .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -140,13 +141,14 @@ impl LogSettings {
                 .with(quiet)
                 .try_init(),
         };
+        installed.is_ok()
     }
 }
 
 /// A span's fields as a JSON object, as tracing-subscriber's `JsonFields` writes them, with a
 /// field recorded later spliced into the object. `JsonFields` parses the object into a map and
 /// writes it anew on every `Span::record` (about 8,700 instructions each), and the request span
-/// records three or four on every request (BENCHMARKS.md, "The request span's fields on Lambda"). A field
+/// records three or four on every request (benches/history/issue-32.md, "The request span's fields on Lambda"). A field
 /// recorded twice is written twice; the JSON line formatter reads the object into a map, where
 /// the later value wins, as `JsonFields`' own map made it.
 #[derive(Debug, Default)]

@@ -4,6 +4,12 @@
 //! one, delete the item and its call: the spec's answer is then rmcp's own,
 //! and the tests that pin it (`// rmcp 3.11:` in `tests/`) keep proving it.
 //!
+//! On an rmcp upgrade, run `cargo test --test self_contained -- forwarding::` first: the wrapper
+//! (`handler/mod.rs`, `Hosted`) forwards rmcp's `ServerHandler` methods by hand,
+//! and a method rmcp adds is answered -32601 until it is forwarded; the test reads
+//! rmcp's request and notification unions and fails on one without a row
+//! (ARCHITECTURE.md, "An rmcp upgrade").
+//!
 //! | item | rmcp 3.11 behaviour | used by |
 //! |---|---|---|
 //! | [`trim_mcp_headers`] | compares `Mcp-*` header values untrimmed, so `Mcp-Method: tools/list ` (legal optional whitespace, RFC 9110 §5.5) would mismatch the body | `http/pipeline.rs` |
@@ -14,6 +20,8 @@
 //! | [`acknowledge_task_ids`] | `SubscriptionFilter` has no `taskIds` (the tasks extension), so its acknowledgment cannot name the accepted ones | `http/pipeline.rs` |
 //! | [`QuietRefusals`], [`is_client_refusal`] | logs every error answer at warn (`response error`, with its data, which may echo arguments), and a client closing its stream before the last message at error (`failed to send pending response during drain`, or `fail to response message` outside the drain) | `logging.rs`; `handler/mod.rs` notes the client's refusals at info instead |
 //! | [`send_task_status`] | `SubscriptionSink::send` refuses `notifications/tasks` | `listen/stream.rs` |
+//! | [`jsonrpc_http_status`] | the HTTP status of a 2026-07-28 answer is decided by `jsonrpc_http_status` (`transport/streamable_http_server/tower.rs`), which is private: this mirrors it; delete when rmcp exposes it | `http/direct.rs` |
+//! | [`closed_peer`], [`PeerLoop`] | `Peer::new` is `pub(crate)` (`service.rs`): a peer comes only from a service loop rmcp runs (`serve_directly`), so each runs one, with a handler that receives nothing, over a transport of ours (closed; forwarding notifications); delete when rmcp offers a public `Peer<RoleServer>` over a sink | `handler/dispatch.rs` (the fast path, task rounds, the list probe) |
 
 use std::convert::Infallible;
 
@@ -22,11 +30,16 @@ use http::{HeaderMap, HeaderValue, Response, header};
 use http_body_util::{BodyExt, StreamBody, combinators::BoxBody};
 use hyper::body::Frame;
 use rmcp::model::{
-    DetailedTask, GetMeta, MetaObject, RequestId, ServerNotification, TaskStatusNotification,
-    TaskStatusNotificationParams,
+    ClientCapabilities, DetailedTask, ErrorCode, GetMeta, Implementation, InitializeRequestParams,
+    MetaObject, ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerNotification,
+    TaskStatusNotification, TaskStatusNotificationParams,
 };
-use rmcp::service::{Peer, RoleServer, ServiceError};
+use rmcp::service::{
+    Peer, RoleServer, RunningService, RxJsonRpcMessage, ServiceError, TxJsonRpcMessage,
+};
+use rmcp::transport::Transport;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 /// Trims optional whitespace (RFC 9110 §5.5) from the `Mcp-*` headers, so
 /// rmcp's own comparisons see the values the front checked.
@@ -326,6 +339,145 @@ pub(crate) async fn send_task_status(
     peer.send_notification(notification).await
 }
 
+/// rmcp's HTTP status for a 2026-07-28 answer: 400 for a version, a missing capability, a
+/// header mismatch, or invalid params when the request's `_meta` lacks what 2026-07-28
+/// requires; 404 for an unknown method; 200 otherwise.
+///
+/// rmcp 3.11: mirrors `jsonrpc_http_status` (`transport/streamable_http_server/tower.rs`), which
+/// is private; the in-process dispatch's HTTP answers (`http/direct.rs`) must carry the status
+/// rmcp's service would. Delete when rmcp exposes it (or an answer's status) publicly.
+pub(crate) fn jsonrpc_http_status(
+    message: &ServerJsonRpcMessage,
+    request_meta_malformed: bool,
+) -> http::StatusCode {
+    let ServerJsonRpcMessage::Error(error) = message else {
+        return http::StatusCode::OK;
+    };
+    match error.error.code {
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+        | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | ErrorCode::HEADER_MISMATCH => http::StatusCode::BAD_REQUEST,
+        ErrorCode::INVALID_PARAMS if request_meta_malformed => http::StatusCode::BAD_REQUEST,
+        ErrorCode::METHOD_NOT_FOUND => http::StatusCode::NOT_FOUND,
+        _ => http::StatusCode::OK,
+    }
+}
+
+/// The peer info rmcp gives a stateless 2026-07-28 request (`peer_info_for_stateless_request`,
+/// `tower.rs`: the header's version, default capabilities and client info).
+fn stateless_peer_info() -> InitializeRequestParams {
+    InitializeRequestParams::new(ClientCapabilities::default(), Implementation::default())
+        .with_protocol_version(ProtocolVersion::V_2026_07_28)
+}
+
+/// A peer whose transport is closed, with the peer info of a stateless 2026-07-28 request: a
+/// handler that sends a message anyway gets `TransportClosed`.
+///
+/// rmcp 3.11: `Peer::new` is `pub(crate)` (`service.rs`); rmcp makes a peer only for a service
+/// loop it runs (`serve_directly`). So this runs one, on a transport that ends at once, and
+/// keeps its peer. Delete when rmcp offers a public way to make a `Peer<RoleServer>` over a
+/// sink of ours.
+pub(crate) async fn closed_peer() -> Peer<RoleServer> {
+    let running = rmcp::service::serve_directly(NoHandler, Ended, Some(stateless_peer_info()));
+    let peer = running.peer().clone();
+    // Its loop ends on the first receive; once it has, every send fails at once.
+    let _ = running.waiting().await;
+    peer
+}
+
+/// A peer whose every notification is handed to a function of ours, for as long as this value
+/// lives (the loop stops when it is dropped); a request to the client fails (2026-07-28 has
+/// none).
+///
+/// rmcp 3.11: as [`closed_peer`], rmcp makes a peer only for a service loop it runs: this runs
+/// one (a task) over a transport that forwards what the peer sends and receives nothing. Delete
+/// with [`closed_peer`].
+pub(crate) struct PeerLoop(RunningService<RoleServer, NoHandler>);
+
+impl PeerLoop {
+    /// The loop whose peer hands each notification to `forward`.
+    pub(crate) fn forwarding(forward: impl Fn(ServerNotification) + Send + 'static) -> Self {
+        let transport = Forwarding {
+            forward: Box::new(forward),
+            open: CancellationToken::new(),
+        };
+        Self(rmcp::service::serve_directly(
+            NoHandler,
+            transport,
+            Some(stateless_peer_info()),
+        ))
+    }
+
+    /// The peer.
+    pub(crate) fn peer(&self) -> &Peer<RoleServer> {
+        self.0.peer()
+    }
+}
+
+/// The service the peers' loops run: it never receives a request.
+pub(crate) struct NoHandler;
+
+impl rmcp::ServerHandler for NoHandler {}
+
+/// A transport with nothing to receive and nowhere to send.
+struct Ended;
+
+impl Transport<RoleServer> for Ended {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        _item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        std::future::ready(Err(std::io::Error::from(std::io::ErrorKind::NotConnected)))
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleServer>>> + Send {
+        std::future::ready(None)
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        std::future::ready(Ok(()))
+    }
+}
+
+/// [`PeerLoop::forwarding`]'s transport: notifications to `forward`, anything else refused;
+/// nothing received until the loop is closed.
+struct Forwarding {
+    forward: Box<dyn Fn(ServerNotification) + Send>,
+    open: CancellationToken,
+}
+
+impl Transport<RoleServer> for Forwarding {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        std::future::ready(match item {
+            ServerJsonRpcMessage::Notification(sent) => {
+                (self.forward)(sent.notification);
+                Ok(())
+            }
+            _ => Err(std::io::Error::from(std::io::ErrorKind::Unsupported)),
+        })
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleServer>>> + Send {
+        let open = self.open.clone();
+        async move {
+            open.cancelled().await;
+            None
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.open.cancel();
+        std::future::ready(Ok(()))
+    }
+}
+
 /// The JSON-RPC codes that answer a client's mistake rather than a server fault: parse, request,
 /// method and params errors, resource not found (2025), the MCP header mismatch, a missing
 /// client capability, an unsupported protocol version, URL elicitation required.
@@ -397,6 +549,19 @@ impl tracing::field::Visit for Seen {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_status_of_an_answer_is_rmcps() {
+        use rmcp::ErrorData;
+        let error =
+            |code| ServerJsonRpcMessage::error(ErrorData::new(ErrorCode(code), "x", None), None);
+        let status = jsonrpc_http_status;
+        assert_eq!(status(&error(-32601), false), http::StatusCode::NOT_FOUND);
+        assert_eq!(status(&error(-32602), false), http::StatusCode::OK);
+        assert_eq!(status(&error(-32602), true), http::StatusCode::BAD_REQUEST);
+        assert_eq!(status(&error(-32603), false), http::StatusCode::OK);
+        assert_eq!(status(&error(-32022), false), http::StatusCode::BAD_REQUEST);
+    }
 
     const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
 

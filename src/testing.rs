@@ -103,7 +103,9 @@ fn build(
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
-/// let server = mcp_lambda::App::new(mcp_lambda::Config::local_default())
+/// let server = mcp_lambda::App::open(mcp_lambda::Config::local_default())
+///     .await
+///     .unwrap()
 ///     .server(Hello { tool_router: Hello::tool_router() });
 /// let client = TestClient::new(&server);
 /// let answer = client.call_tool("hello", serde_json::json!({})).await;

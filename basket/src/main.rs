@@ -50,9 +50,9 @@ async fn serve() -> Result<(), Error> {
     // round is handed to the Lambda service (an asynchronous invocation of this function), which
     // needs a store every invocation shares, so there only with MCP_HANDLES_TABLE.
     let config = app.config();
-    let tasks = match config.mode {
-        Mode::Lambda if config.handles.table.is_none() => None,
-        _ => Some(config.tasks.open(&config.handles).await?),
+    let tasks = match config.mode() {
+        Mode::Lambda if config.handles().table.is_none() => None,
+        _ => Some(config.open_tasks().await?),
     };
     let baskets = app.handles(KIND);
     app = app.resource(resource::resource(&baskets));

@@ -67,7 +67,7 @@ fn harness() -> &'static Harness {
         let baskets = mcp_lambda::handles::Handles::new(
             mcp_lambda::handles::memory(),
             basket::KIND,
-            config.handles.ttl,
+            config.handles().ttl,
         );
         let service = runtime.block_on(async {
             App::new(config)

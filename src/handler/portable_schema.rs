@@ -132,7 +132,7 @@ const MAX_DEPTH: usize = 128;
 /// `tools/list` (a clone and a rewrite of every schema per request). A schema that is portable
 /// as it is is not remembered: checking it is all the work there is, and a handler that builds
 /// its tools anew per request would otherwise fill the list with schemas it has already
-/// dropped, held alive for nothing and searched on every request (BENCHMARKS.md, issue 32).
+/// dropped, held alive for nothing and searched on every request (benches/history/issue-32.md).
 /// The originals are held, so an address is never reused while it is remembered; past
 /// [`MAX_REMEMBERED`] schemas (a handler that builds schemas needing a rewrite anew per
 /// request) it starts over.

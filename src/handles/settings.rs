@@ -91,6 +91,22 @@ impl HandleSettings {
         })
     }
 
+    /// The in-memory store, with these settings' quota.
+    pub(crate) fn in_memory(&self) -> Arc<dyn HandleStore> {
+        Arc::new(MemoryHandleStore::new().with_caller_quota(self.caller_quota()))
+    }
+
+    /// Warns, once at start-up, when handles live in this process's memory on Lambda, where
+    /// other instances (and this one after a restart) will not find them.
+    pub(crate) fn warn_if_per_instance(&self) {
+        if self.table.is_none() && self.on_lambda {
+            tracing::warn!(
+                "MCP_HANDLES_TABLE is not set: handles live in this instance's memory, so \
+                 other instances (and this one after a restart) will not find them"
+            );
+        }
+    }
+
     /// Opens the store these settings name: `DynamoDbHandleStore` (feature `dynamodb`)
     /// on [`table`](Self::table) when it is set, else the in-memory store (the embedded default).
     ///
@@ -118,15 +134,7 @@ impl HandleSettings {
     /// ```
     pub async fn open(&self) -> Result<Arc<dyn HandleStore>, TableError> {
         let Some(table) = &self.table else {
-            if self.on_lambda {
-                tracing::warn!(
-                    "MCP_HANDLES_TABLE is not set: handles live in this instance's memory, so \
-                     other instances (and this one after a restart) will not find them"
-                );
-            }
-            return Ok(Arc::new(
-                MemoryHandleStore::new().with_caller_quota(self.caller_quota()),
-            ));
+            return Ok(self.in_memory());
         };
         #[cfg(feature = "dynamodb")]
         {

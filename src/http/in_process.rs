@@ -1,5 +1,6 @@
-//! MCP requests made in process: the one builder and the one answer reader behind the list
-//! probe, task rounds and [`TestClient`](crate::testing::TestClient).
+//! MCP requests made in process through the whole front: the builder and the answer reader
+//! behind [`TestClient`](crate::testing::TestClient). (The list probe and task rounds skip HTTP:
+//! they call the handler's dispatch, `handler/dispatch.rs`.)
 
 use bytes::Bytes;
 use http::{Request, header};

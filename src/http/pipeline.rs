@@ -5,8 +5,8 @@
 //! | request | answer |
 //! |---|---|
 //! | `POST <MCP_PATH>` with `x-mcp-task-round` | a task round handed to this function by itself (`Dispatch::Lambda`): the token checked first (403), before the CDN secret, then the round run to its end |
-//! | `POST <MCP_PATH>` | [`McpService::mcp_post`]: media types → body limit → envelope → auth → (listen filter) → rmcp → cache headers, then CORS |
-//! | `OPTIONS <MCP_PATH>` | the CORS preflight |
+//! | `POST <MCP_PATH>` | `Host` and `Origin` judged (`host.rs`), then [`McpService::mcp_post`]: media types → body limit → envelope → auth → (listen filter) → rmcp → cache headers, then CORS |
+//! | `OPTIONS <MCP_PATH>` | the CORS preflight (a foreign `Host` is 403; an `Origin` not allowed gets no CORS headers) |
 //! | `GET`/`DELETE <MCP_PATH>` | 405, `Allow: POST` (rmcp's legacy sessions when switched on) |
 //! | `GET /healthz` | 200 `ok`, touching neither auth nor storage |
 //! | `GET /.well-known/oauth-protected-resource[<MCP_PATH>]` | the RFC 9728 metadata when auth is on |
@@ -38,9 +38,10 @@ use super::{
     bearer,
     body_limit::{self, RequestBody, request_body},
     cache_headers, cors,
-    direct::{Direct, MakeHosted},
+    direct::{self, Direct},
     envelope::{self, Checked, Era},
-    host, listen, media_types, metering,
+    host::{self, Admission},
+    listen, media_types, metering,
     origin_secret::{self, OriginSecretCheck},
     refusal::{HttpResponse, Rejection, text_response},
     settings::HttpSettings,
@@ -48,13 +49,13 @@ use super::{
 };
 use crate::{
     auth::{Authenticator, Caller, metadata},
-    handler::Hosted,
+    handler::{Hosted, InProcess},
     listen::Listener,
     metrics::Metrics,
     oauth::{self, AuthorizationServer},
     request_scope::{self, RequestScope},
     rmcp_gaps,
-    tasks::{Tasks, round_token},
+    tasks::{Engine, round_token},
 };
 
 /// rmcp's HTTP service around the wrapped handler: the pipeline's last step.
@@ -64,6 +65,8 @@ pub(crate) type Rmcp<H> = StreamableHttpService<Hosted<H>, LocalSessionManager>;
 #[derive(Debug)]
 pub(crate) struct Front {
     settings: HttpSettings,
+    /// The `Host` and `Origin` allow-lists, parsed once: the one judge of both.
+    admission: Admission,
     /// The CDN's secret origin header, as an HMAC tag; `None` = no check.
     origin_secret: Option<OriginSecretCheck>,
     /// Bearer-token auth; `None` = off.
@@ -76,7 +79,7 @@ pub(crate) struct Front {
     /// prompts) or metrics (all four) need.
     probed_lists: Vec<&'static str>,
     /// The task engine, for the worker route; `None` = tasks are off.
-    tasks: Option<Arc<Tasks>>,
+    tasks: Option<Arc<Engine>>,
     /// Per-request EMF records; `None` = none written.
     metrics: Option<Arc<Metrics>>,
     /// The built-in authorization server's endpoints; `None` = off.
@@ -91,7 +94,7 @@ impl Front {
         capabilities: &ServerCapabilities,
         supported_versions: Vec<String>,
         listen: Option<Arc<Listener>>,
-        tasks: Option<Arc<Tasks>>,
+        tasks: Option<Arc<Engine>>,
         metrics: Option<Arc<Metrics>>,
     ) -> Self {
         let (listen_on, metrics_on) = (listen.is_some(), metrics.is_some());
@@ -120,6 +123,7 @@ impl Front {
         .collect();
         Self {
             origin_secret: settings.origin_secret.as_ref().map(OriginSecretCheck::new),
+            admission: Admission::new(settings),
             settings: settings.clone(),
             auth,
             supported_versions,
@@ -144,9 +148,11 @@ impl Front {
 /// (clones share everything).
 pub struct McpService<H> {
     rmcp: Arc<Rmcp<H>>,
-    /// rmcp's handler dispatch without its per-request service, where the answer is one
-    /// JSON message (`direct.rs`).
-    direct: Arc<Direct<H>>,
+    /// rmcp's handler dispatch in process: where the answer is one JSON message
+    /// (`direct.rs`), and for the list probe.
+    dispatch: Arc<InProcess<H>>,
+    /// Which requests take the dispatch directly.
+    direct: Arc<Direct>,
     front: Arc<Front>,
 }
 
@@ -154,6 +160,7 @@ impl<H> Clone for McpService<H> {
     fn clone(&self) -> Self {
         Self {
             rmcp: self.rmcp.clone(),
+            dispatch: self.dispatch.clone(),
             direct: self.direct.clone(),
             front: self.front.clone(),
         }
@@ -161,10 +168,11 @@ impl<H> Clone for McpService<H> {
 }
 
 impl<H: ServerHandler> McpService<H> {
-    /// The service over rmcp's, with `make` the factory rmcp's service makes its handler with.
-    pub(crate) fn new(rmcp: Rmcp<H>, make: MakeHosted<H>, front: Front) -> Self {
+    /// The service over rmcp's, with `dispatch` over the handlers rmcp's service makes.
+    pub(crate) fn new(rmcp: Rmcp<H>, dispatch: Arc<InProcess<H>>, front: Front) -> Self {
         Self {
-            direct: Arc::new(Direct::new(make, &front.settings.allowed_hosts)),
+            dispatch,
+            direct: Arc::new(Direct),
             rmcp: Arc::new(rmcp),
             front: Arc::new(front),
         }
@@ -263,30 +271,32 @@ impl<H: ServerHandler> McpService<H> {
         request: Request<RequestBody>,
         scope: &RequestScope,
     ) -> Result<HttpResponse, Rejection> {
-        // *host*: one `Host` (its allow-list is rmcp's).
+        // *host*: one `Host`; on the MCP path, one the allow-list names and an allowed `Origin`
+        // (403), judged for both doors and CORS alike.
         host::check(request.headers())?;
-        // *route*.
         let settings = &self.front.settings;
         let path = request.uri().path();
-        if path == settings.path {
-            let origin = request.headers().get(header::ORIGIN).cloned();
+        let admitted = if path == settings.path {
+            let (method, uri, headers) = (request.method(), request.uri(), request.headers());
+            Some(self.front.admission.admit(method, uri, headers)?)
+        } else {
+            None
+        };
+        // *route*.
+        if let Some(admitted) = admitted {
             let response = match *request.method() {
                 Method::POST => {
                     let (parts, body) = request.into_parts();
                     self.mcp_post(parts, body, scope).await
                 }
-                Method::OPTIONS => cors::preflight(),
+                Method::OPTIONS => cors::preflight(request.headers()),
                 Method::GET | Method::DELETE if settings.legacy_sessions => {
                     Box::pin(self.rmcp.handle(request)).await
                 }
                 _ => Rejection::MethodNotAllowed.into_response(None),
             };
-            // *CORS* for an allowed browser origin.
-            return Ok(cors::apply(
-                response,
-                origin,
-                &self.front.settings.allowed_origins,
-            ));
+            // *CORS* for the browser origin the *host* step admitted.
+            return Ok(cors::apply(response, admitted.cors_origin));
         }
         if let Some(oauth) = &self.front.oauth
             && let Some(endpoint) = oauth.route(request.method(), path)
@@ -435,8 +445,8 @@ impl<H: ServerHandler> McpService<H> {
     ) -> Result<HttpResponse, Rejection> {
         // Both boxed: their states (rmcp's is several kilobytes) would otherwise sit inline in
         // every request's future, refusals included, and be copied with it wherever it moves
-        // (BENCHMARKS.md, issue 32).
-        let response = match Box::pin(self.direct.answer(parts, checked)).await {
+        // (benches/history/issue-32.md).
+        let response = match Box::pin(self.direct.answer(&self.dispatch, parts, checked)).await {
             Ok(response) => response,
             Err(parts) => {
                 // rmcp decodes the body itself: the parsed message is not needed while it runs.
@@ -463,7 +473,8 @@ impl<H: ServerHandler> McpService<H> {
         &self.front.settings.path
     }
 
-    /// A `Host` rmcp's allow-list accepts, for requests made in process.
+    /// A `Host` the front's allow-list accepts, for requests made in process (`TestClient`
+    /// sends them through the whole front).
     pub(crate) fn host_for_internal_requests(&self) -> String {
         self.front
             .settings
@@ -474,32 +485,40 @@ impl<H: ServerHandler> McpService<H> {
             .to_owned()
     }
 
-    /// rmcp and the wrapped handler, without the front (for requests made in process).
-    pub(crate) async fn rmcp_handle(&self, request: Request<Full<Bytes>>) -> HttpResponse {
-        self.rmcp.handle(request).await
-    }
-
     /// With listen or metrics on, asks the handler once, in process, for its lists, so this
     /// instance's tool and prompt fingerprints are published before the first listener arrives
     /// and metrics know the names on them (Lambda INIT). The front is skipped (there is no
-    /// caller); an answer that fails (the handler has no such list, or wants a caller) leaves
-    /// both to the first real list request.
+    /// caller): each list goes through the in-process dispatch; an answer that fails (the
+    /// handler has no such list, or wants a caller) leaves both to the first real list request.
     pub(crate) async fn probe_lists(&self) {
-        let host = self.host_for_internal_requests();
         for &method in &self.front.probed_lists {
-            let params =
-                serde_json::json!({ "_meta": super::in_process::meta(serde_json::json!({})) });
-            let Ok(request) = super::in_process::request(
-                self.front.settings.path.as_str(),
-                &host,
-                serde_json::json!(0),
-                method,
-                params,
-            ) else {
+            let message = serde_json::json!({
+                "jsonrpc": "2.0",
+                "method": method,
+                "params": { "_meta": super::in_process::meta(serde_json::json!({})) },
+            });
+            let Some(request) = message
+                .as_object()
+                .and_then(|m| direct::decode(method, m.clone()))
+            else {
                 continue;
             };
-            let response = self.rmcp.handle(request).await;
-            tracing::debug!(method, status = response.status().as_u16(), "list probe");
+            let (mut parts, ()) = Request::new(()).into_parts();
+            parts.method = Method::POST;
+            let answer = InProcess::call(
+                self.dispatch.handler(),
+                rmcp::model::RequestId::Number(0),
+                request,
+                parts,
+                self.dispatch.closed_peer().await,
+            )
+            .await;
+            let outcome = match &answer {
+                Ok(Ok(_)) => "answered",
+                Ok(Err(_)) => "refused",
+                Err(_) => "panicked",
+            };
+            tracing::debug!(method, outcome, "list probe");
         }
     }
 }
@@ -511,7 +530,7 @@ impl<H: ServerHandler> McpService<H> {
 /// is over). The claim holds until the invocation's deadline when there is one (Lambda),
 /// otherwise for the task lease.
 async fn worker_route(
-    tasks: Arc<Tasks>,
+    tasks: Arc<Engine>,
     lease: std::time::Duration,
     request: Request<RequestBody>,
 ) -> Result<HttpResponse, Rejection> {

@@ -9,8 +9,8 @@
 //!
 //! The statuses follow MCP 2026-07-28 §3–4; where the spec leaves a status
 //! open (-32700, -32600) we answer 400, as the spec's reference fixture does. The refusals made
-//! before the MCP path is known (origin secret, `Host`, routes) are plain text: no JSON-RPC
-//! client sent them.
+//! before the body is read (origin secret, `Host` and its allow-list, `Origin`, routes) are
+//! plain text: no JSON-RPC message has been read to answer.
 
 use std::convert::Infallible;
 
@@ -56,6 +56,14 @@ pub enum Rejection {
     NotThroughCdn,
     /// The request repeats `Host` (400, plain text).
     RepeatedHost,
+    /// The request has no `Host` (nor an authority in its target), or one that is no
+    /// authority (400, plain text); the text says which.
+    BadHost(&'static str),
+    /// The `Host` is not in `MCP_ALLOWED_HOSTS`: a DNS-rebinding guard (403, plain text).
+    ForeignHost,
+    /// The `Origin` is not in `MCP_ALLOWED_ORIGINS`, or is no origin (403, plain text); the
+    /// text says which.
+    ForeignOrigin(&'static str),
     /// Nothing is served here (404, plain text); the text says what.
     NotFound(&'static str),
     /// The MCP path takes `POST` only (405, plain text, `Allow: POST`).
@@ -179,7 +187,10 @@ impl Rejection {
     /// The HTTP status of the refusal.
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::NotThroughCdn | Self::ForgedTaskRound => StatusCode::FORBIDDEN,
+            Self::NotThroughCdn
+            | Self::ForgedTaskRound
+            | Self::ForeignHost
+            | Self::ForeignOrigin(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) | Self::MethodNotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Unauthorized(challenge) => challenge.status,
@@ -191,6 +202,7 @@ impl Rejection {
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::CallerLimit { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::RepeatedHost
+            | Self::BadHost(_)
             | Self::ParseError
             | Self::Batch
             | Self::InvalidRequest(_)
@@ -207,6 +219,9 @@ impl Rejection {
         Some(match self {
             Self::NotThroughCdn
             | Self::RepeatedHost
+            | Self::BadHost(_)
+            | Self::ForeignHost
+            | Self::ForeignOrigin(_)
             | Self::NotFound(_)
             | Self::MethodNotAllowed
             | Self::ForgedTaskRound
@@ -234,6 +249,9 @@ impl Rejection {
         Some(match self {
             Self::NotThroughCdn => "Forbidden: this server is reached through its CDN\n",
             Self::RepeatedHost => "Bad Request: repeated Host header\n",
+            // rmcp's words, which judged these until the front did: the same answers as before.
+            Self::BadHost(text) | Self::ForeignOrigin(text) => text,
+            Self::ForeignHost => "Forbidden: Host header is not allowed",
             Self::NotFound(text) => text,
             Self::MethodNotAllowed => "Method Not Allowed: POST only\n",
             Self::ForgedTaskRound => "Forbidden: not a task round this server handed out\n",
@@ -281,6 +299,9 @@ impl Rejection {
             // Answered as plain text or auth's challenge: no JSON-RPC message.
             Self::NotThroughCdn
             | Self::RepeatedHost
+            | Self::BadHost(_)
+            | Self::ForeignHost
+            | Self::ForeignOrigin(_)
             | Self::NotFound(_)
             | Self::MethodNotAllowed
             | Self::ForgedTaskRound

@@ -4,8 +4,8 @@
 //! | variable | default | meaning |
 //! |---|---|---|
 //! | `MCP_PATH` | `/mcp` | the MCP endpoint path |
-//! | `MCP_ALLOWED_HOSTS` | loopback names | comma-separated `Host` values accepted (DNS-rebinding guard); `*` disables the check |
-//! | `MCP_ALLOWED_ORIGINS` | loopback in local mode, none on Lambda | comma-separated browser origins (`https://app.example.com:443`, `http://localhost:*`); a request with any other `Origin` gets 403 |
+//! | `MCP_ALLOWED_HOSTS` | loopback names | comma-separated `Host` values accepted (DNS-rebinding guard), without case or IPv6 brackets; an entry's port, when it names one, must match; `*` disables the check |
+//! | `MCP_ALLOWED_ORIGINS` | loopback in local mode, none on Lambda | comma-separated browser origins (`https://app.example.com:443`, `http://localhost:*`, `null`), compared as RFC 6454 origins: scheme and host without case, a port left out of an `Origin` the scheme's default (so `https://app.example.com` is `https://app.example.com:443`), `:*` any port, an entry without a port any port (as rmcp 3.11 reads it); a request with any other `Origin` gets 403 |
 //! | `MCP_MAX_BODY_BYTES` | `1048576` | request bodies above this get 413 |
 //! | `MCP_LEGACY_SESSIONS` | `false` | in-memory sessions for 2025-era clients (local mode only) |
 //! | `MCP_SSE_KEEP_ALIVE_SECS` | `15` | seconds between `:` keep-alive comments on an idle SSE answer (keep it under the 30 s idle timeouts of CloudFront and edge API Gateway) |
@@ -90,7 +90,9 @@ impl HttpSettings {
             Some(v) => {
                 let origins = split_list(&v);
                 if origins.iter().any(|o| {
-                    o != "null" && !(o.starts_with("http://") || o.starts_with("https://"))
+                    let lower = o.to_ascii_lowercase();
+                    let web = lower.starts_with("http://") || lower.starts_with("https://");
+                    (lower != "null" && !web) || super::host::invalid_origin_entry(o)
                 }) {
                     return Err(ConfigError::new(
                         "MCP_ALLOWED_ORIGINS",
@@ -148,8 +150,11 @@ impl HttpSettings {
         })
     }
 
-    /// rmcp's transport configuration: JSON answers, our body cap and keep-alives, its
-    /// `Host` allow-list and `Origin` check on the same lists as CORS.
+    /// rmcp's transport configuration: JSON answers, our body cap and keep-alives, and its
+    /// `Host` and `Origin` allow-lists off: the front's *host* step (`host.rs`) has judged both
+    /// before any request reaches rmcp, by the same rules, and is the one judge CORS and the
+    /// direct door follow too. (rmcp still reads `Host` to refuse a missing or malformed one,
+    /// which the front has refused first.)
     pub(crate) fn rmcp_config(&self) -> StreamableHttpServerConfig {
         let mut config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(self.legacy_sessions)
@@ -160,13 +165,6 @@ impl HttpSettings {
             // No resumable streams without sessions: no SSE priming events.
             config = config.with_sse_retry(None);
         }
-        config = if self.allowed_hosts.is_empty() {
-            config.disable_allowed_hosts()
-        } else {
-            config.with_allowed_hosts(self.allowed_hosts.clone())
-        };
-        config
-            .with_allowed_origins(self.allowed_origins.clone())
-            .enforce_origin_validation()
+        config.disable_allowed_hosts().disable_allowed_origins()
     }
 }

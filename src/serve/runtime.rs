@@ -4,7 +4,7 @@
 //! with a worker per core only adds hand-offs: `lambda_runtime` polls on the thread that calls
 //! `block_on`, rmcp spawns a task per request, and every spawn and answer wakes another thread.
 //! Measured through the Lambda runtime (`benches/lambda-runtime.sh`), one thread costs about a
-//! third less CPU per `tools/list` (BENCHMARKS.md, "One thread on on-demand Lambda").
+//! third less CPU per `tools/list` (benches/history/issue-20.md).
 
 use crate::{
     env::{Env, Mode},

@@ -17,15 +17,16 @@ use http_body_util::{Full, combinators::BoxBody};
 use mcp_lambda::handles::HandleId;
 use mcp_lambda::listen::{Changes, DynamoDbFeed, MemoryFeed};
 use mcp_lambda::tasks::{
-    Dispatch, DynamoDbTaskStore, MemoryTaskStore, TaskPolicy, TaskRecord, TaskSettings, TaskStore,
-    Tasks,
+    Dispatch, DynamoDbTaskStore, Engine, MemoryTaskStore, TaskPolicy, TaskRecord, TaskSettings,
+    TaskStore, Tasks,
 };
 use mcp_lambda::{App, McpService};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+        ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+        ServerConfig,
     },
     service::RequestContext,
 };
@@ -89,10 +90,21 @@ impl ServerHandler for Worker {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.runs.fetch_add(1, Ordering::SeqCst);
         let _running = Running::enter(&self.running);
+        if request.name == "progress" {
+            // Reports where it is to the client's progress token, then works a while: the
+            // engine records the report as the task's status line.
+            let token = context.meta.get_progress_token().expect("a progress token");
+            let param = ProgressNotificationParam::new(token, 1.0)
+                .with_total(2.0)
+                .with_message("halfway");
+            context.peer.notify_progress(param).await.expect("sent");
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            return Ok(CallToolResult::success(vec![ContentBlock::text("done")]).into());
+        }
         if request.name == "effect" {
             let ms = request.arguments.as_ref().and_then(|a| a.get("ms"));
             let ms = ms.and_then(Value::as_u64).unwrap_or(0);
@@ -144,7 +156,7 @@ impl ServerHandler for Worker {
 
 struct Setup {
     service: McpService<Worker>,
-    tasks: Arc<Tasks>,
+    tasks: Arc<Engine>,
     runs: Arc<AtomicUsize>,
     effects: Arc<AtomicUsize>,
     running: Arc<AtomicUsize>,
@@ -163,15 +175,17 @@ fn setup_listening(
     let tasks = Tasks::new(store, Dispatch::Local, settings);
     let worker = Worker::new();
     let runs = worker.runs.clone();
-    let mut app = App::new(fixture::config(&[("MCP_LISTEN_POLL_MS", "100")])).tasks(
-        tasks.clone(),
-        |_tool: &str, _caller: &mcp_lambda::Caller| TaskPolicy::Optional,
-    );
+    let mut app = App::new(fixture::config(&[("MCP_LISTEN_POLL_MS", "100")]))
+        .tasks(tasks, |_tool: &str, _caller: &mcp_lambda::Caller| {
+            TaskPolicy::Optional
+        });
     if let Some(changes) = &changes {
         app = app.changes(changes);
     }
     let (effects, running) = (worker.effects.clone(), worker.running.clone());
-    let service = app.server(move || worker.clone()).service();
+    let server = app.server(move || worker.clone());
+    let tasks = server.tasks().expect("the server runs tasks");
+    let service = server.service();
     Setup {
         service,
         tasks,
@@ -195,10 +209,22 @@ async fn create(service: &McpService<Worker>, ms: u64) -> String {
 
 /// A `tools/call` from a client that declared the tasks extension (and elicitation).
 async fn call_as_task(service: &McpService<Worker>, params: Value) -> String {
+    call_as_task_with(service, params, None).await
+}
+
+/// [`call_as_task`], with a progress token.
+async fn call_as_task_with(
+    service: &McpService<Worker>,
+    params: Value,
+    progress_token: Option<&str>,
+) -> String {
     let (mut headers, body) = fixture::modern(json!(1), "tools/call", params);
     let mut body: Value = serde_json::from_slice(&body).unwrap();
     body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
         json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
+    if let Some(token) = progress_token {
+        body["params"]["_meta"]["progressToken"] = json!(token);
+    }
     headers.retain(|(k, _)| k != "content-length");
     let answer = fixture::post(service, (headers, serde_json::to_vec(&body).unwrap())).await;
     let created = answer.json();
@@ -254,6 +280,37 @@ async fn a_task_runs_once_and_its_result_is_read_back(store: Arc<dyn TaskStore>)
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["result"]["content"][0]["text"], "worked 100 ms");
     assert_eq!(s.runs.load(Ordering::SeqCst), 1);
+}
+
+/// A round's progress reaches the engine: the tool's `notifications/progress` (sent through
+/// the round's peer, in process) is what `tasks/get` shows as the task's status line while it
+/// works.
+async fn a_rounds_progress_is_the_tasks_status_message(store: Arc<dyn TaskStore>) {
+    let s = setup(settings(60_000), store);
+    let id = call_as_task_with(
+        &s.service,
+        json!({"name": "progress", "arguments": {}}),
+        Some("p-1"),
+    )
+    .await;
+    let started = Instant::now();
+    let mut seen = Vec::new();
+    let done = loop {
+        let task = get(&s.service, &id).await["result"].clone();
+        if let Some(message) = task["statusMessage"].as_str() {
+            seen.push(message.to_owned());
+        }
+        if task["status"] != "working" {
+            break task;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{task}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(
+        seen.iter().any(|m| m == "halfway"),
+        "the round's progress reached the task: {seen:?}"
+    );
 }
 
 async fn a_second_delivery_of_the_same_round_runs_nothing_and_loses_nothing(
@@ -653,6 +710,31 @@ async fn task_notifications_on_the_dynamodb_feed() {
     task_notifications_follow_a_task_to_its_end(store, feed).await;
 }
 
+/// The engine runs its rounds through the handler and the handler reaches the engine, yet
+/// nothing holds itself alive: once the server and its service are gone (a round having run
+/// through both), the engine and the user's handler are freed. (An `Arc` cycle, `Tasks` →
+/// runner → handler factory → handler settings → `Tasks`, kept both for the life of the
+/// process.)
+#[tokio::test]
+async fn the_task_engine_and_the_handler_go_with_their_server() {
+    let s = setup(settings(60_000), Arc::new(MemoryTaskStore::new()));
+    let id = create(&s.service, 0).await;
+    assert_eq!(until_terminal(&s.service, &id).await["status"], "completed");
+    let (engine, runs) = (Arc::downgrade(&s.tasks), s.runs.clone());
+    drop(s);
+    // The round's worker lets go of the engine just after it records the end.
+    let started = Instant::now();
+    while engine.strong_count() > 0 && started.elapsed() < Duration::from_secs(2) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(engine.strong_count(), 0, "the engine outlived its server");
+    assert_eq!(
+        Arc::strong_count(&runs),
+        1,
+        "the handler outlived its server"
+    );
+}
+
 /// A finished task is told at once, and the stream, with nothing left to watch, ends.
 #[tokio::test]
 async fn a_listen_for_a_finished_task_tells_its_end_and_closes() {
@@ -750,6 +832,7 @@ macro_rules! on_both_stores {
 
 on_both_stores!(
     a_task_runs_once_and_its_result_is_read_back,
+    a_rounds_progress_is_the_tasks_status_message,
     a_second_delivery_of_the_same_round_runs_nothing_and_loses_nothing,
     a_worker_that_stops_leaves_the_task_failed_never_working,
     a_round_out_of_time_is_stopped_before_it_reads_failed,

@@ -474,30 +474,62 @@ async fn post_to_host(
 }
 
 #[tokio::test]
-async fn hosts_are_judged_as_rmcp_judges_them() {
+async fn hosts_are_judged_as_rmcp_judged_them_on_both_doors() {
+    // The front judges `Host` before either door (`src/http/host.rs`), by rmcp 3.11's rules:
+    // the statuses rmcp's allow-list gave, the same on both.
     let service = service(&[(
         "MCP_ALLOWED_HOSTS",
         "example.com,api.example.com:8443,[::1]",
     )]);
     let hosts = [
-        "example.com",
-        "EXAMPLE.com",
-        "example.com:1234",
-        "api.example.com",
-        "api.example.com:8443",
-        "api.example.com:8444",
-        "[::1]:3000",
-        "evil.com",
-        "127.0.0.1:3000",
-        "example.com:notaport",
-        "",
+        ("example.com", 200),
+        ("EXAMPLE.com", 200),
+        ("example.com:1234", 200),
+        ("api.example.com", 403),
+        ("api.example.com:8443", 200),
+        ("api.example.com:8444", 403),
+        ("[::1]:3000", 200),
+        ("evil.com", 403),
+        ("127.0.0.1:3000", 403),
+        // Read as rmcp read it: an authority whose port is no number has no port.
+        ("example.com:notaport", 200),
+        ("", 400),
     ];
-    for host in hosts {
+    for (host, status) in hosts {
         let request = modern(json!(1), "tools/list", json!({}));
         let direct = post_to_host(&service, host, request.clone()).await;
         let rmcp = post_to_host(&service, host, through_rmcp(request)).await;
         assert_eq!(direct, rmcp, "Host {host:?}");
+        assert_eq!(direct.0.as_u16(), status, "Host {host:?}: {}", direct.1);
     }
+}
+
+#[tokio::test]
+async fn a_request_from_an_allowed_origin_is_answered_directly_as_rmcp_answers_it() {
+    let handler = Everything::default();
+    let service = served(
+        &[("MCP_ALLOWED_ORIGINS", "https://app.example.com:443")],
+        handler.clone(),
+    );
+    for origin in ["https://app.example.com", "https://app.example.com:443"] {
+        let request = with_header(
+            modern(json!(1), "tools/list", json!({})),
+            "origin",
+            Some(origin),
+        );
+        let direct = both_ways(&service, request).await;
+        assert_eq!(direct.status, 200, "{}", direct.text);
+        assert_eq!(direct.header("access-control-allow-origin"), Some(origin));
+    }
+    // The front judged the origin: the fast path may answer it.
+    assert_eq!(handler.direct.load(Ordering::Relaxed), 2);
+    let foreign = with_header(
+        modern(json!(2), "tools/list", json!({})),
+        "origin",
+        Some("https://evil.example.com"),
+    );
+    assert_eq!(both_ways(&service, foreign).await.status, 403);
+    assert_eq!(handler.direct.load(Ordering::Relaxed), 2);
 }
 
 /// Every request's future is boxed and moved as a whole: a step's state kept inline in it (rmcp's

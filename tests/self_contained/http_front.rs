@@ -443,6 +443,128 @@ async fn foreign_hosts_and_origins_are_refused() {
     assert_eq!(a.status, 200, "{}", a.text);
 }
 
+/// The CORS preflight for `origin`, asking to send `request_headers`.
+async fn preflight(
+    service: &mcp_lambda::McpService<Fixture>,
+    origin: &str,
+    request_headers: &str,
+) -> Answer {
+    let headers = headers_only(&[
+        ("origin", origin),
+        ("access-control-request-method", "POST"),
+        ("access-control-request-headers", request_headers),
+    ]);
+    send(service, "OPTIONS", "/mcp", &headers, Vec::new()).await
+}
+
+#[tokio::test]
+async fn an_allowed_origin_is_echoed_however_the_list_writes_its_port() {
+    // Browsers never send a default port (RFC 6454 §6.2); the list may name it, leave it
+    // out, or name any port with `:*`; scheme and host compare without case.
+    for (allowed, origin, echoed) in [
+        (
+            "https://app.example.com:443",
+            "https://app.example.com",
+            true,
+        ),
+        ("https://app.example.com", "https://app.example.com", true),
+        (
+            "HTTPS://App.Example.com:443",
+            "https://app.example.com",
+            true,
+        ),
+        ("http://app.example.com:80", "http://app.example.com", true),
+        ("https://app.example.com:*", "https://app.example.com", true),
+        (
+            "https://app.example.com:*",
+            "https://app.example.com:8443",
+            true,
+        ),
+        // A port-less entry is read as rmcp 3.11 reads it: any port.
+        (
+            "https://app.example.com",
+            "https://app.example.com:8443",
+            true,
+        ),
+        ("null", "null", true),
+        (
+            "https://app.example.com:443",
+            "https://app.example.com:8443",
+            false,
+        ),
+        (
+            "https://app.example.com:443",
+            "http://app.example.com",
+            false,
+        ),
+        (
+            "http://app.example.com:443",
+            "https://app.example.com",
+            false,
+        ),
+        (
+            "https://app.example.com:443",
+            "https://evil.example.com",
+            false,
+        ),
+    ] {
+        let s = service(&[("MCP_ALLOWED_ORIGINS", allowed)]);
+        let call = with_header(
+            modern(json!(1), "tools/list", json!({})),
+            "origin",
+            Some(origin),
+        );
+        let a = post(&s, call).await;
+        let p = preflight(&s, origin, "content-type, mcp-protocol-version").await;
+        let what = format!("Origin {origin} against {allowed}");
+        if echoed {
+            assert_eq!(a.status, 200, "{what}: {}", a.text);
+            assert_eq!(
+                a.header("access-control-allow-origin"),
+                Some(origin),
+                "{what}"
+            );
+            assert_eq!(p.status, 204, "{what}");
+            assert_eq!(
+                p.header("access-control-allow-origin"),
+                Some(origin),
+                "{what}"
+            );
+        } else {
+            assert_eq!(a.status, 403, "{what}: {}", a.text);
+            assert_eq!(a.header("access-control-allow-origin"), None, "{what}");
+            assert_eq!(p.header("access-control-allow-origin"), None, "{what}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_preflight_admits_the_mcp_param_headers_a_browser_asks_for() {
+    let s = service(&[("MCP_ALLOWED_ORIGINS", "https://app.example.com:443")]);
+    let p = preflight(
+        &s,
+        "https://app.example.com",
+        "Content-Type, Mcp-Method, Mcp-Param-Region, mcp-param-tenant-id, x-other",
+    )
+    .await;
+    assert_eq!(p.status, 204);
+    let allowed: Vec<&str> = p
+        .header("access-control-allow-headers")
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .collect();
+    for name in [
+        "content-type",
+        "mcp-method",
+        "mcp-param-region",
+        "mcp-param-tenant-id",
+    ] {
+        assert!(allowed.contains(&name), "{name} in {allowed:?}");
+    }
+    assert!(!allowed.contains(&"x-other"), "{allowed:?}");
+}
+
 #[tokio::test]
 async fn every_2025_era_client_is_served_without_a_session() {
     let s = service(&[]);

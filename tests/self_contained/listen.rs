@@ -72,10 +72,10 @@ struct Setup {
 
 async fn setup(vars: &[(&str, &str)]) -> Setup {
     let config = fixture::config(vars);
-    let handles = config.handles.open().await.unwrap();
+    let handles = config.handles().open().await.unwrap();
     let changes = config
-        .listen
-        .open(&config.handles, handles.clone())
+        .listen()
+        .open(config.handles(), handles.clone())
         .await
         .unwrap();
     let server = App::new(config)
@@ -464,8 +464,12 @@ async fn one_caller_cannot_take_every_stream() {
         ("MCP_LISTEN_MAX_STREAMS", "3"),
         ("MCP_LISTEN_MAX_STREAMS_PER_CALLER", "2"),
     ]);
-    let handles = config.handles.open().await.unwrap();
-    let changes = config.listen.open(&config.handles, handles).await.unwrap();
+    let handles = config.handles().open().await.unwrap();
+    let changes = config
+        .listen()
+        .open(config.handles(), handles)
+        .await
+        .unwrap();
     let server = App::new(config).changes(&changes).server(|| Changing);
     let as_user = |sub: &str| {
         TestClient::new(&server).with_token(key.sign(&issuer.claims(AUDIENCE, sub, "")))

@@ -25,6 +25,7 @@ mod auth;
 mod basket;
 mod direct_answers;
 mod drain;
+mod forwarding;
 mod hostile;
 mod http_front;
 mod lambda_events;
