@@ -49,7 +49,7 @@ fi
 echo "==> cargo build ($PROFILE): bench_lambda_peer, bench_lambda_peers"
 flags=()
 [ "$PROFILE" = release ] && flags=(--release)
-if cargo build --locked "${flags[@]}" --example bench_lambda_peer --example bench_lambda_peers \
+if cargo build --locked "${flags[@]}" -p mcp-lambda-benches --example bench_lambda_peer --example bench_lambda_peers \
   >"$OUT/build.log" 2>&1; then
   pass "build mcp-lambda's function and the driver"
 else

@@ -41,18 +41,18 @@ RESULTS="$OUT/results.jsonl"
 echo "==> cargo build ($PROFILE): basket, bench_lambda_runtime, bench_lambda_hello"
 flags=()
 [ "$PROFILE" != debug ] && flags=(--profile "$PROFILE")
-# The full run builds the basket alone, as it is deployed (built together with the examples,
-# the dev-dependencies' features would be unified into it); the smoke run builds all three at
-# once, as `cargo test --all-targets` has already built them.
+# The full run builds the basket alone, as it is deployed (built together with the drivers, their
+# features would be unified into it); the smoke run builds all three at once with the
+# workspace's features, as `cargo test --workspace --all-targets` has already built them.
 if [ "$MODE" = full ]; then
   build() {
     cargo build --locked "${flags[@]}" --bin basket \
-      && cargo build --locked "${flags[@]}" --example bench_lambda_runtime --example bench_lambda_hello
+      && cargo build --locked "${flags[@]}" -p mcp-lambda-benches --example bench_lambda_runtime --example bench_lambda_hello
   }
 else
   build() {
-    cargo build --locked "${flags[@]}" --bin basket --example bench_lambda_runtime \
-      --example bench_lambda_hello
+    cargo build --locked "${flags[@]}" --workspace --bin basket --example bench_lambda_runtime \
+      --example bench_lambda_hello --example hello
   }
 fi
 if build >"$OUT/build.log" 2>&1; then

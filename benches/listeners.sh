@@ -33,7 +33,7 @@ flags=()
 # As the Lambda benchmark: the full run builds the basket alone (as deployed); the smoke run
 # builds with the workspace's feature set, which `cargo test --all-targets` already built.
 if [ "$MODE" = full ]; then
-  build() { cargo build --locked "${flags[@]}" --bin basket && cargo build --locked "${flags[@]}" --example bench_listeners; }
+  build() { cargo build --locked "${flags[@]}" --bin basket && cargo build --locked "${flags[@]}" -p mcp-lambda-benches --example bench_listeners; }
 else
   build() { cargo build --locked --workspace --bin basket --example bench_listeners --example hello; }
 fi

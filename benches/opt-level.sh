@@ -34,7 +34,7 @@ for level in 3 s z; do
   BASKET[$level]="$dir/release/basket"
 done
 echo "==> cargo build --release: the driver and the hello function"
-cargo build --locked --release --example bench_lambda_runtime --example bench_lambda_hello \
+cargo build --locked --release -p mcp-lambda-benches --example bench_lambda_runtime --example bench_lambda_hello \
   >"$OUT/build-driver.log" 2>&1 || { tail -20 "$OUT/build-driver.log"; exit 1; }
 BIN="$CARGO_TARGET_DIR/release"
 

@@ -75,7 +75,7 @@ setup() {
   echo "==> cargo build ($PROFILE): bench_server bench_rmcp bench_hyper bench_harness"
   local flags=()
   [ "$PROFILE" != debug ] && flags=(--profile "$PROFILE")
-  cargo build --locked "${flags[@]}" --example bench_server --example bench_rmcp \
+  cargo build --locked "${flags[@]}" -p mcp-lambda-benches --example bench_server --example bench_rmcp \
     --example bench_hyper --example bench_harness >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; return 1; }
   if [ "$MODE" = full ] && [ "$PROFILE" = release ] && [ -z "${BENCH_BEFORE:-}" ]; then
     echo "==> cargo build --release --bin basket (the Lambda binary, for its size)"

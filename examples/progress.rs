@@ -13,7 +13,7 @@
 //! One tool, `count`, that reports progress: with a `progressToken` the answer is an SSE stream
 //! of `notifications/progress` events, `delay_ms` apart, then the result — what Lambda response
 //! streaming (`MCP_LAMBDA_STREAMING=true`) must deliver event by event. Used by
-//! `scripts/lambda-tests.sh` and `tests/lambda_runtime.rs`.
+//! `scripts/lambda-tests.sh` and `tests/dynamodb_local/lambda_runtime.rs`.
 
 use std::time::Duration;
 

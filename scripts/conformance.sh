@@ -2,13 +2,16 @@
 # Runs the official MCP conformance suite (pinned in .conformance/) against the fixture server
 # conformance/ (workspace member mcp-lambda-conformance, binary `conformance`), three times:
 #
-#   1. 2026-07-28 requirement set, default (stateless) mode      -> every scored scenario passes
+#   1. 2026-07-28 requirement set, default (stateless) mode, then the tasks and skills
+#      extensions' server scenarios (skills: SEP-2640, run one by one)
+#                                                                 -> every scored scenario passes
 #   2. 2025-11-25 requirement set, MCP_LEGACY_SESSIONS=true       -> every scored scenario passes
 #   3. 2025-11-25 requirement set, default mode, gated by
 #      .conformance/baseline-2025-stateless.yml                   -> failures match the baseline
 #   4. 2026-07-28 requirement set through the Lambda runtime path: the same binary under
 #      `cargo lambda watch` (a loopback Runtime API, lambda_http decoding each event), each
-#      scored scenario on its own (no tasks on Lambda without a table)
+#      scored scenario and the three skills scenarios on its own (no tasks on Lambda without a
+#      table)
 #                                                                 -> every scored scenario passes
 #
 # The suite's `authorization` command, against the built-in authorization server, is
@@ -116,8 +119,16 @@ run_suite() {
   fi
 }
 
+# The skills extension's three server scenarios (SEP-2640), not in the requirement set's run:
+# run one by one against the same server, and counted below.
+skills_scenarios=(sep-2640-skills-enumeration sep-2640-skills-manifest sep-2640-skills-directory)
+
 start_server "$suite_dir/results-server-2026.log"
 run_suite "2026-07-28 (stateless)" 2026-07-28 results-2026
+for scenario in "${skills_scenarios[@]}"; do
+  (cd "$suite_dir" && "$node" "$suite" server --url "$url" --scenario "$scenario" -o "$suite_dir/results-2026") \
+    >>"$suite_dir/results-2026/skills.log" 2>&1 || true
+done
 stop_server
 
 # (d2) The tasks extension's ten scenarios ran in that run, unscored by the suite (an
@@ -135,6 +146,14 @@ total_passed=$((total_passed + ${tasks_counts% *}))
 total_failed=$((total_failed + ${tasks_counts#* }))
 [[ ${tasks_counts#* } -eq 0 ]] || runs_failed=$((runs_failed + 1))
 sed 's/^/conformance: not counted: /' "$suite_dir/tasks-not-implemented.txt"
+printf '%s\n' "${skills_scenarios[@]}" >"$suite_dir/results-2026/skills.txt"
+skills_summary=$("$node" "$suite_dir/summarize.mjs" "skills extension (2026-07-28)" \
+  "$suite_dir/results-2026" "$suite_dir/results-2026/skills.txt")
+printf '%s\n' "$skills_summary" | sed '$d'
+skills_counts=$(printf '%s\n' "$skills_summary" | tail -n1)
+total_passed=$((total_passed + ${skills_counts% *}))
+total_failed=$((total_failed + ${skills_counts#* }))
+[[ ${skills_counts#* } -eq 0 ]] || runs_failed=$((runs_failed + 1))
 
 start_server "$suite_dir/results-server-2025-sessions.log" MCP_LEGACY_SESSIONS=true
 run_suite "2025-11-25 (legacy sessions)" 2025-11-25 results-2025-sessions
@@ -174,6 +193,7 @@ if [[ $ready -eq 1 ]]; then
   rm -rf "${suite_dir:?}/$results" && mkdir -p "$suite_dir/$results"
   "$node" "$suite" list --server --requirements 2026-07-28 \
     | awk '/^Server scenarios/ {on=1; next} /^[^ ]/ {on=0} on && /^  - / {print $2}' >"$suite_dir/$results/scored.txt"
+  printf '%s\n' "${skills_scenarios[@]}" >>"$suite_dir/$results/scored.txt"
   label="2026-07-28 (Lambda runtime path, cargo lambda watch)"
   echo "conformance: $label against $url ($(wc -l <"$suite_dir/$results/scored.txt") scored scenarios, one at a time)"
   rc=0

@@ -2,7 +2,7 @@
 # The DynamoDB tests against DynamoDB Local on loopback: starts it (installing it on first use,
 # see scripts/dynamodb-local.sh), runs the tests with MCP_TEST_DYNAMODB_ENDPOINT set, stops it.
 #
-#   scripts/dynamodb-tests.sh               cargo test --test dynamodb --test handles --test keyed
+#   scripts/dynamodb-tests.sh               cargo test --test dynamodb_local (every test of tests/dynamodb_local/)
 #   scripts/dynamodb-tests.sh ARGS...       cargo test ARGS...   (e.g. --locked --workspace --all-targets)
 #   scripts/dynamodb-tests.sh -- CMD...     any command, with the endpoint in its environment
 #
@@ -40,5 +40,5 @@ if [ "${1:-}" = "--" ]; then
 elif [ $# -gt 0 ]; then
   cargo test "$@"
 else
-  cargo test --test dynamodb --test handles --test keyed
+  cargo test --test dynamodb_local
 fi

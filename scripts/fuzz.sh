@@ -7,7 +7,7 @@
 #   scripts/fuzz.sh [SECONDS]    the long run (default 3600 s) with AddressSanitizer
 #   scripts/fuzz.sh --seeds      rewrites fuzz/seeds/request/ from the hostile catalogue
 #
-# Seeds: fuzz/seeds/request/ (the tests/hostile/catalogue.rs cases, committed) plus the HTTP
+# Seeds: fuzz/seeds/request/ (the tests/self_contained/hostile/catalogue.rs cases, committed) plus the HTTP
 # requests inside events/*.json (converted at each run). New inputs go to
 # $MCP_WORK/fuzz/corpus/request (kept between runs), crashes to $MCP_WORK/fuzz/artifacts/.
 # Reproduce a crash: scripts/fuzz.sh --repro <artifact file>
@@ -40,7 +40,7 @@ esac
 
 if [[ $mode == seeds ]]; then
   rm -rf fuzz/seeds/request && mkdir -p fuzz/seeds/request
-  HOSTILE_SEEDS_DIR="$root/fuzz/seeds/request" cargo test --test hostile export_fuzz_seeds -- --exact
+  HOSTILE_SEEDS_DIR="$root/fuzz/seeds/request" cargo test --test self_contained hostile::export_fuzz_seeds -- --exact
   echo "$(ls fuzz/seeds/request | wc -l) seeds in fuzz/seeds/request"
   exit 0
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Load and soak on loopback (tests/load.rs): the basket binary under mixed traffic from 64
+# Load and soak on loopback (tests/dynamodb_local/load.rs): the basket binary under mixed traffic from 64
 # concurrent clients (creates, adds, removes, reads, checkouts, lists, discover, foreign
 # baskets and refusals), every answer checked, RSS sampled, every basket read back.
 #
@@ -32,7 +32,7 @@ failed=0
 for store in ${LOAD_STORES:-memory dynamodb}; do
   echo "==> load on the $store store: $LOAD_ROUNDS x $LOAD_REQUESTS requests, $LOAD_CONCURRENCY concurrent"
   log="$MCP_WORK/load-$store.log"
-  cmd=(cargo test "${profile[@]}" --locked --test load -- --ignored --nocapture)
+  cmd=(cargo test "${profile[@]}" --locked --test dynamodb_local -- --ignored --exact load::mixed_load_loses_nothing_and_memory_stays_flat --nocapture)
   if [ "$store" = dynamodb ]; then
     LOAD_STORE=dynamodb scripts/dynamodb-tests.sh -- "${cmd[@]}" >"$log" 2>&1
   else

@@ -1,14 +1,79 @@
 #!/usr/bin/env bash
 # The one test command: installs what the tests need, starts it on loopback,
-# runs every test, stops what it started, and ends with "N passed, M failed".
+# runs every test, stops what it started, and ends with "all: N passed, M failed".
 #
-#   scripts/test.sh            everything (what CI runs)
+#   scripts/test.sh                  everything (what CI runs, .ci/run)
+#   scripts/test.sh --tier TIER      the steps of one tier (repeat for several), in order:
+#       quick      cargo only, nothing outside the repository: fmt, clippy, the cargo tests
+#                  but tests/dynamodb_local/ and the one library test needing DynamoDB Local,
+#                  doc tests
+#       crate      the crate as others build it: rustdoc, feature subsets, the package
+#       services   with a service beside the crate: the DynamoDB Local tests, the AWS CLI's
+#                  table commands, load, fuzzing, nginx
+#       clients    independent clients and servers: Python, Node, OAuth, Cognito, conformance
+#       deploy     cfn-lint/SAM/cargo-lambda, the starter out of tree
+#       bench      every benchmark in smoke mode (numbers come out, answers checked)
+#   scripts/test.sh --only NAME      one step (repeat for several); e.g. --only oauth
+#   scripts/test.sh --list           the steps, each with its tier
+#
+# Every step reports one line, "NAME: N passed, M failed" (a check counts 1; a cargo test or
+# pytest step its tests; a script its own line), and its output is in $MCP_WORK/logs/NAME.log.
 #
 # Caches (reused across runs, safe to delete):
 #   CARGO_TARGET_DIR  default ~/.cache/mcp-lambda-target
 #   MCP_WORK          default ~/.cache/mcp-lambda-work (Python venv, Node clients, logs)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+
+# --- The steps: name, tier, what it runs. The order is the run's order. ----------
+STEPS=()
+step() { STEPS+=("$1:$2"); }
+step fmt quick;                  step clippy quick
+step cargo-test quick;           step cargo-doctest quick
+step docs crate;                 step no-default-features crate
+step feature-dynamodb crate;     step feature-aws-secrets crate
+step publish-dry-run crate
+step dynamodb services;          step python-client clients
+step quickstart clients;         step table-command services
+step node-clients clients;       step oauth clients
+step cognito clients;            step conformance clients
+step conformance-auth clients;   step lambda deploy
+step starter deploy;             step criterion-smoke bench
+step bench-smoke bench;          step instructions-smoke bench
+step lambda-runtime-smoke bench; step lambda-peers-smoke bench
+step listeners-smoke bench;      step load services
+step fuzz services;              step nginx services
+
+usage() { sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; }
+tiers=() only=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tier) [ $# -ge 2 ] || { usage; exit 2; }; tiers+=("$2"); shift 2 ;;
+    --only) [ $# -ge 2 ] || { usage; exit 2; }; only+=("$2"); shift 2 ;;
+    --list) for s in "${STEPS[@]}"; do printf '%-22s %s\n' "${s%%:*}" "${s#*:}"; done; exit 0 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "scripts/test.sh: unknown argument $1"; usage; exit 2 ;;
+  esac
+done
+known() { # known NAME FIELD(1 = step, 2 = tier)
+  local s
+  for s in "${STEPS[@]}"; do
+    if [ "$2" = 1 ] && [ "${s%%:*}" = "$1" ]; then return 0; fi
+    if [ "$2" = 2 ] && [ "${s#*:}" = "$1" ]; then return 0; fi
+  done
+  return 1
+}
+for t in "${tiers[@]}"; do known "$t" 2 || { echo "scripts/test.sh: no tier $t (--list)"; exit 2; }; done
+for o in "${only[@]}"; do known "$o" 1 || { echo "scripts/test.sh: no step $o (--list)"; exit 2; }; done
+selected() { # selected NAME: whether this run runs step NAME
+  local name=$1 tier s x
+  for s in "${STEPS[@]}"; do [ "${s%%:*}" = "$name" ] && tier=${s#*:}; done
+  [ ${#tiers[@]} -eq 0 ] && [ ${#only[@]} -eq 0 ] && return 0
+  for x in "${only[@]}"; do [ "$x" = "$name" ] && return 0; done
+  for x in "${tiers[@]}"; do [ "$x" = "$tier" ] && return 0; done
+  return 1
+}
+
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
 export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
 # Incremental compilation pays off when one edits and rebuilds, not on a run of every test: off here,
@@ -46,16 +111,19 @@ rm -rf "$LOGS" && mkdir -p "$LOGS"
 passed=0
 failed=0
 failures=()
-count() { # count NAME PASSED FAILED
+count() { # count NAME PASSED FAILED: adds a step's result and prints its line
   passed=$((passed + $2))
   failed=$((failed + $3))
   if [ "$3" -gt 0 ]; then failures+=("$1"); fi
+  echo "$1: $2 passed, $3 failed"
 }
 check() { # check NAME CMD... : a step that is one check
+  selected "$1" || return 0
   echo "==> $1"
-  if "${@:2}" >"$LOGS/$1.log" 2>&1; then count "$1" 1 0; else cat "$LOGS/$1.log"; count "$1" 0 1; fi
+  if "${@:2}" >"$LOGS/$1.log" 2>&1; then count "$1" 1 0; else tail -n 40 "$LOGS/$1.log"; count "$1" 0 1; fi
 }
 suite() { # suite NAME CMD... : a script that ends with "NAME: N passed, M failed"
+  selected "$1" || return 0
   echo "==> $1"
   "${@:2}" >"$LOGS/$1.log" 2>&1
   local rc=$? line p f
@@ -67,14 +135,58 @@ suite() { # suite NAME CMD... : a script that ends with "NAME: N passed, M faile
   f=$(echo "$line" | grep -Eo '[0-9]+ failed' | awk '{print $1}')
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
   if [ "$f" -gt 0 ]; then tail -n 40 "$LOGS/$1.log"; fi
-  echo "$line"
+  count "$1" "$p" "$f"
+}
+cargo_tests() { # cargo_tests NAME CMD... : cargo test runs; the sum of their "test result" lines
+  selected "$1" || return 0
+  echo "==> $1"
+  "${@:2}" >"$LOGS/$1.log" 2>&1
+  local rc=$? p f
+  grep -E '^test result|FAILED|panicked' "$LOGS/$1.log"
+  p=$(grep -E '^test result' "$LOGS/$1.log" | grep -Eo '[0-9]+ passed' | awk '{s += $1} END {print s + 0}')
+  f=$(grep -E '^test result' "$LOGS/$1.log" | grep -Eo '[0-9]+ failed' | awk '{s += $1} END {print s + 0}')
+  # A build error, a crashed test binary or no test run at all is a failure of its own.
+  if { [ "$rc" -ne 0 ] || ! grep -q '^test result' "$LOGS/$1.log"; } && [ "$f" -eq 0 ]; then
+    tail -n 40 "$LOGS/$1.log"; f=1
+  fi
+  count "$1" "$p" "$f"
+}
+pytest_tests() { # pytest_tests NAME CMD... : a pytest run; its summary line
+  selected "$1" || return 0
+  echo "==> $1"
+  "${@:2}" >"$LOGS/$1.log" 2>&1
+  local rc=$? summary p f
+  tail -n 15 "$LOGS/$1.log"
+  summary=$(grep -E '[0-9]+ (passed|failed|error)' "$LOGS/$1.log" | tail -1)
+  p=$(echo "$summary" | grep -Eo '[0-9]+ passed' | awk '{print $1 + 0}')
+  f=$(echo "$summary" | grep -Eo '[0-9]+ (failed|errors?)' | awk '{s += $1} END {print s + 0}')
+  p=${p:-0}
+  # No test run, or pytest failing without saying which test, is a failure of its own.
+  if [ "$p" -eq 0 ] || { [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; }; then f=$((f + 1)); fi
   count "$1" "$p" "$f"
 }
 
-# --- Rust, the whole workspace (the library, conformance/): format, lints, unit +
-#     integration + doc tests ----------------------------------------------------
+# --- Rust, the whole workspace (the library, basket/, conformance/, test-support/, benches/):
+#     format, lints, unit + integration + doc tests. Every cargo test names --workspace and a
+#     test target, so each resolves the same features and reuses one build of the library.
 check fmt cargo fmt --all --check
 check clippy cargo clippy --workspace --all-targets --locked -- -D warnings
+# Every test target but tests/dynamodb_local/ (and the criterion benches, run by
+# criterion-smoke), found in the manifests, so a new test target is run without being named here.
+# The library's one unit test on DynamoDB Local runs in the `dynamodb` step.
+cargo_test_targets() {
+  cargo metadata --locked --no-deps --format-version 1 | python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["packages"]:
+    for t in p["targets"]:
+        if "test" in t["kind"] and t["name"] != "dynamodb_local":
+            print("--test", t["name"])'
+}
+test_targets=()
+selected cargo-test && read -r -a test_targets <<<"$(cargo_test_targets | tr '\n' ' ')"
+cargo_tests cargo-test cargo test --locked --workspace --lib --bins --examples "${test_targets[@]}" \
+  -- --skip oauth::dynamodb::tests::
+cargo_tests cargo-doctest cargo test --locked --workspace --doc
 # The crate docs, broken intra-doc links denied; the library without the AWS features
 # (in-memory handles, auth) builds and its own tests pass (the feature-gated errors).
 check docs env RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps
@@ -85,32 +197,23 @@ check feature-aws-secrets cargo test --locked --no-default-features --features a
 # The crate as crates.io would take it: packaged (the `include` list), then built from the
 # package alone (no workspace, no dev-dependencies). Not uploaded.
 check publish-dry-run cargo publish --dry-run --allow-dirty --locked -p mcp-lambda
-echo "==> cargo test (with DynamoDB Local on loopback for the DynamoDB tests)"
-scripts/dynamodb-tests.sh --locked --workspace --all-targets 2>&1 | tee "$LOGS/cargo-test.log" | grep -E '^test result|FAILED|panicked' || true
-cargo test --locked --workspace --doc 2>&1 | tee "$LOGS/cargo-doctest.log" | grep -E '^test result|FAILED' || true
-for log in "$LOGS/cargo-test.log" "$LOGS/cargo-doctest.log"; do
-  p=$(grep -Eo '[0-9]+ passed' "$log" | awk '{s+=$1} END {print s+0}')
-  f=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
-  if ! grep -q '^test result' "$log" || grep -qE '^error(\[|:)' "$log"; then f=$((f + 1)); fi
-  count "$(basename "$log" .log)" "$p" "$f"
-done
+# --- The tests needing DynamoDB Local (tests/dynamodb_local/ and the library's OAuth store on
+#     DynamoDB), with DynamoDB Local on loopback: started, used, stopped
+cargo_tests dynamodb scripts/dynamodb-tests.sh -- bash -c 'cargo test --locked --workspace --test dynamodb_local \
+  && cargo test --locked --workspace --lib -- oauth::dynamodb::tests::'
 
 # --- An independent client: Python mcp 2.3.0 -------------------------------
-echo "==> python client (mcp 2.3.0)"
-VENV="$MCP_WORK/venv-clients"
-if ! "$VENV/bin/python" -c 'import mcp, pytest, importlib.metadata as m; assert m.version("mcp") == "2.3.0"' 2>/dev/null; then
-  python3 -m venv "$VENV" && "$VENV/bin/pip" install -q 'mcp==2.3.0' 'pytest==8.3.4' >"$LOGS/pip.log" 2>&1 \
-    || { cat "$LOGS/pip.log"; }
-fi
-# --workspace and an example: the features `cargo test --workspace --all-targets` resolves (the
-# dev-dependencies' unified in), so this reuses its build instead of rebuilding tokio and all above it.
-cargo build --locked --workspace --bin basket --example hello >"$LOGS/build-basket.log" 2>&1
-BASKET_BIN="$CARGO_TARGET_DIR/debug/basket" "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/clients \
-  2>&1 | tee "$LOGS/pytest.log" | tail -n 15
-p=$(grep -Eo '[0-9]+ passed' "$LOGS/pytest.log" | tail -1 | awk '{print $1+0}')
-f=$(grep -Eo '[0-9]+ (failed|error)' "$LOGS/pytest.log" | awk '{s+=$1} END {print s+0}')
-[ "${p:-0}" -gt 0 ] || f=$((f + 1))
-count python-client "${p:-0}" "$f"
+python_client() {
+  local venv="$MCP_WORK/venv-clients"
+  if ! "$venv/bin/python" -c 'import mcp, pytest, importlib.metadata as m; assert m.version("mcp") == "2.3.0"' 2>/dev/null; then
+    python3 -m venv "$venv" && "$venv/bin/pip" install -q 'mcp==2.3.0' 'pytest==8.3.4' || return 1
+  fi
+  # --workspace and an example: the features the cargo test steps resolve (the dev-dependencies'
+  # unified in), so this reuses their build instead of rebuilding tokio and all above it.
+  cargo build --locked --workspace --bin basket --example hello || return 1
+  BASKET_BIN="$CARGO_TARGET_DIR/debug/basket" "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/clients
+}
+pytest_tests python-client python_client
 
 # --- The README's quick start as a user builds it: a new crate outside the repository, called
 #     by the Python client
@@ -138,11 +241,13 @@ suite lambda scripts/lambda-tests.sh
 # --- The starter a user copies: out of tree, its test, a real client, cargo-lambda, both lints
 suite starter scripts/starter-tests.sh
 
+# --- The criterion benches (benches/in_process.rs, benches/handles.rs) run once each as tests
+cargo_tests criterion-smoke cargo test --locked --workspace --benches
 # --- The benchmark harness, smoke mode (every server answers, numbers come out)
 suite bench-smoke benches/side-by-side.sh --smoke
 # --- The instruction-count driver of BENCHMARKS.md's "CPU per request", each kind once (it
 #     asserts every answer is the kind it counts), and tools/call once configured as on Lambda
-check instructions-smoke bash -c 'for kind in tools_list tools_call listen refused; do cargo run --locked --quiet --example bench_instructions -- "$kind" 20 || exit 1; done && BENCH_MODE=lambda cargo run --locked --quiet --example bench_instructions -- tools_call 20 >/dev/null'
+check instructions-smoke bash -c 'for kind in tools_list tools_call listen refused; do cargo run --locked --quiet -p mcp-lambda-benches --example bench_instructions -- "$kind" 20 || exit 1; done && BENCH_MODE=lambda cargo run --locked --quiet -p mcp-lambda-benches --example bench_instructions -- tools_call 20 >/dev/null'
 # --- The Lambda runtime-path benchmark, smoke mode (the basket and a lambda_http hello under
 #     loopback Runtime APIs, DynamoDB Local; numbers come out)
 suite lambda-runtime-smoke benches/lambda-runtime.sh --smoke

@@ -1,6 +1,6 @@
 //! Builds the service once and runs it on Lambda or locally.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use rmcp::{
     ServerHandler,
@@ -22,7 +22,7 @@ use crate::{
     metrics::Metrics,
     oauth::{AuthorizationServer, MemoryOAuthStore, OAuthStore},
     shutdown::Shutdown,
-    tasks::{TaskPolicy, Tasks},
+    tasks::{Engine, TaskPolicies, TaskPolicy, Tasks},
 };
 
 /// The application: configuration first, then the server, then [`Server::run`].
@@ -47,7 +47,7 @@ pub struct App {
     handles: Option<Arc<dyn HandleStore>>,
     resources: Option<Arc<dyn ResourceWatch>>,
     handle_resources: Vec<HandleResource>,
-    tasks: Option<(Arc<Tasks>, crate::tasks::TaskPolicies)>,
+    tasks: Option<(Tasks, TaskPolicies)>,
     /// The authenticator, its keys' fetch started by [`load`](Self::load) or [`open`](Self::open).
     auth: Option<Warming>,
     /// Where the built-in authorization server keeps its state; `None` = in memory.
@@ -249,8 +249,9 @@ impl App {
         self
     }
 
-    /// Runs tools as durable tasks (the tasks extension) on `tasks`, as `policy` says per
-    /// tool name; the server advertises the extension.
+    /// Runs tools as durable tasks (the tasks extension) as `tasks` describes them (or
+    /// [`Config::open_tasks`] opens them), as `policy` says per tool name; the server starts
+    /// the engine and advertises the extension.
     ///
     /// ```no_run
     /// # #[derive(Clone)] struct MyServer;
@@ -278,10 +279,10 @@ impl App {
     /// ```
     pub fn tasks(
         mut self,
-        tasks: Arc<Tasks>,
+        tasks: Tasks,
         policy: impl Fn(&str, &Caller) -> TaskPolicy + Send + Sync + 'static,
     ) -> Self {
-        self.tasks = Some((tasks, crate::tasks::TaskPolicies::new(policy)));
+        self.tasks = Some((tasks, TaskPolicies::new(policy)));
         self
     }
 
@@ -328,30 +329,47 @@ impl App {
         let config = self.config;
         let metrics =
             (config.metrics.enabled).then(|| Arc::new(Metrics::new(config.metrics.clone())));
-        let hosted = Arc::new(
-            HostedSettings::new(
-                &config.cache,
-                &config.lists,
-                config.request_state_keys.all(),
-                config.auth.as_ref(),
-                &inner_info,
-                listen.clone(),
-                self.tasks.clone(),
-            )
-            .with_resources(self.handle_resources, announce)
-            .with_metrics(metrics.clone()),
-        );
-        let make_hosted: MakeHosted<H> = Arc::new(move || Hosted::new(factory(), hosted.clone()));
-        let dispatch = Arc::new(InProcess::new(make_hosted.clone()));
+        // The handler's dispatch; its settings hold the task engine weakly, since the engine
+        // holds the dispatch as its runner.
+        let dispatch_with = |tasks| {
+            let hosted = Arc::new(
+                HostedSettings::new(
+                    &config.cache,
+                    &config.lists,
+                    config.request_state_keys.all(),
+                    config.auth.as_ref(),
+                    &inner_info,
+                    listen.clone(),
+                    tasks,
+                )
+                .with_resources(self.handle_resources, announce)
+                .with_metrics(metrics.clone()),
+            );
+            let make_hosted: MakeHosted<H> =
+                Arc::new(move || Hosted::new(factory(), hosted.clone()));
+            Arc::new(InProcess::new(make_hosted))
+        };
+        let (engine, dispatch) = match self.tasks {
+            None => (None, dispatch_with(None)),
+            Some((tasks, policies)) => {
+                // Built whole around its runner: nothing is set after the fact.
+                let (engine, dispatch) = cyclic(|engine: &Weak<Engine>| {
+                    let dispatch = dispatch_with(Some((engine.clone(), policies)));
+                    let runner = Arc::new(Rounds(dispatch.clone()));
+                    let keys = config.request_state_keys.all();
+                    (tasks.start(runner, &config.http.path, keys), dispatch)
+                });
+                (Some(engine), dispatch)
+            }
+        };
         let rmcp = StreamableHttpService::new(
             {
-                let make_hosted = make_hosted.clone();
-                move || Ok(make_hosted())
+                let dispatch = dispatch.clone();
+                move || Ok(dispatch.handler())
             },
             Arc::new(LocalSessionManager::default()),
             config.http.rmcp_config(),
         );
-        let engine = self.tasks.map(|(tasks, _)| tasks);
         let auth = self.auth.as_ref().map(|w| w.authenticator().clone());
         let front = Front::new(
             &config.http,
@@ -384,13 +402,9 @@ impl App {
             ))
         });
         let front = front.with_oauth(oauth);
-        let service = McpService::new(rmcp, dispatch.clone(), front);
-        if let Some(tasks) = &engine {
-            let keys = config.request_state_keys.all();
-            tasks.set_runner(Arc::new(Rounds(dispatch)), &config.http.path, keys);
-        }
+        let service = McpService::new(rmcp, dispatch, front);
         Server {
-            local_tasks: engine.as_ref().is_some_and(|tasks| tasks.runs_locally()),
+            tasks: engine,
             service,
             config,
             auth_warming: self.auth,
@@ -416,19 +430,36 @@ impl App {
         shutdown: &Shutdown,
     ) -> Option<Arc<Listener>> {
         let changes = self.changes.as_ref()?;
+        let feed = changes.feed();
+        // A feed that cannot read the task store's records itself reads them through a view
+        // that has the store.
+        let feed = match &self.tasks {
+            Some((tasks, _)) => feed.reading_tasks_from(tasks.store().clone()),
+            None => None,
+        }
+        .unwrap_or_else(|| feed.clone());
         let listener = Listener::new(
-            changes.feed().clone(),
+            feed,
             resource_watch(&self.handle_resources, self.resources.clone()),
             Announced::of(capabilities),
             self.config.listen.clone(),
             shutdown.clone(),
             self.tasks.is_some(),
         );
-        if let Some((tasks, _)) = &self.tasks {
-            listener.feed.attach_task_store(tasks.store().clone());
-        }
         Some(Arc::new(listener))
     }
+}
+
+/// `Arc::new_cyclic` for a value built together with something else that holds it weakly.
+fn cyclic<T, U>(build: impl FnOnce(&Weak<T>) -> (T, U)) -> (Arc<T>, U) {
+    let mut other = None;
+    let value = Arc::new_cyclic(|weak| {
+        let (value, built) = build(weak);
+        other = Some(built);
+        value
+    });
+    let other = other.expect("Arc::new_cyclic calls its closure once, before it returns");
+    (value, other)
 }
 
 /// The handler's own description, asked once at start-up (and warned of when rmcp's default),
@@ -503,14 +534,21 @@ pub struct Server<H> {
     /// The issuer's keys, being fetched since start-up.
     auth_warming: Option<Warming>,
     shutdown: Shutdown,
-    /// Tasks run on this process's runtime (`Dispatch::Local`).
-    local_tasks: bool,
+    /// The task engine, when tools run as tasks.
+    tasks: Option<Arc<Engine>>,
 }
 
 impl<H: ServerHandler> Server<H> {
     /// The tower service, for tests or custom hosting (e.g. `ServiceExt::oneshot`).
     pub fn service(&self) -> McpService<H> {
         self.service.clone()
+    }
+
+    /// The running task engine, when tools run as tasks (the crate's own tests, which run a
+    /// round as a second delivery would).
+    #[doc(hidden)]
+    pub fn tasks(&self) -> Option<Arc<Engine>> {
+        self.tasks.clone()
     }
 
     /// The signal that ends [`run`](Self::run) gracefully, as SIGTERM does: the local server
@@ -554,9 +592,10 @@ impl<H: ServerHandler> Server<H> {
                 "MCP_REQUEST_STATE_KEY is not set: using a random key, so requestState and cursors do not survive a restart or cross instances"
             );
         }
+        let local_tasks = self.tasks.as_ref().is_some_and(|t| t.runs_locally());
         match self.config.mode {
             // A round dispatched on the accepting invocation's runtime freezes with it.
-            Mode::Lambda if self.local_tasks => Err(Error::Tasks(
+            Mode::Lambda if local_tasks => Err(Error::Tasks(
                 "Dispatch::Local runs rounds on this process's runtime, which Lambda freezes \
                  between invocations; on Lambda use Dispatch::Lambda (TaskSettings::open picks \
                  it there), which hands each round to the Lambda service",

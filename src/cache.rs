@@ -1,7 +1,7 @@
 //! Cache hints: `ttlMs`/`cacheScope` per cacheable method, and the `Cache-Control` value a
 //! hint becomes.
 //!
-//! The [`Hosted`](crate::Hosted) wrapper writes the hint into the result body and into the
+//! The [`Hosted`](crate::handler::Hosted) wrapper writes the hint into the result body and into the
 //! request's scope (`request_scope.rs`); the front mirrors it into `Cache-Control` without
 //! reading the body again.
 //!

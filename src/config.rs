@@ -393,7 +393,8 @@ impl Config {
 
     /// Opens durable tasks (the tasks extension) on the store the configuration names: the
     /// handles' DynamoDB table, or memory. On Lambda, where a round runs in another
-    /// invocation, only a table every invocation shares keeps them.
+    /// invocation, only a table every invocation shares keeps them. Hand them to
+    /// [`App::tasks`](crate::App::tasks); the server starts them.
     ///
     /// # Errors
     ///
@@ -406,7 +407,7 @@ impl Config {
     /// # drop(tasks); Ok(())
     /// # }
     /// ```
-    pub async fn open_tasks(&self) -> Result<std::sync::Arc<crate::tasks::Tasks>, crate::Error> {
+    pub async fn open_tasks(&self) -> Result<crate::tasks::Tasks, crate::Error> {
         Ok(self.tasks.open(&self.handles).await?)
     }
 

@@ -4,6 +4,12 @@
 //! one, delete the item and its call: the spec's answer is then rmcp's own,
 //! and the tests that pin it (`// rmcp 3.11:` in `tests/`) keep proving it.
 //!
+//! On an rmcp upgrade, run `cargo test --test self_contained -- forwarding::` first: the wrapper
+//! (`handler/mod.rs`, `Hosted`) forwards rmcp's `ServerHandler` methods by hand,
+//! and a method rmcp adds is answered -32601 until it is forwarded; the test reads
+//! rmcp's request and notification unions and fails on one without a row
+//! (ARCHITECTURE.md, "An rmcp upgrade").
+//!
 //! | item | rmcp 3.11 behaviour | used by |
 //! |---|---|---|
 //! | [`trim_mcp_headers`] | compares `Mcp-*` header values untrimmed, so `Mcp-Method: tools/list ` (legal optional whitespace, RFC 9110 §5.5) would mismatch the body | `http/pipeline.rs` |

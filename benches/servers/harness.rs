@@ -1,4 +1,4 @@
-//! Run with: `cargo run --release --example bench_harness -- coldstart 127.0.0.1:3100 20 -- CMD ARGS…`
+//! Run with: `cargo run --release -p mcp-lambda-benches --example bench_harness -- coldstart 127.0.0.1:3100 20 -- CMD ARGS…`
 //! or `… -- issuer RS256 https://bench.example/mcp OUT.json`.
 //!
 //! Helpers for `benches/side-by-side.sh`:

@@ -1,4 +1,4 @@
-//! Run with: `BENCH_BIND=127.0.0.1:3104 cargo run --release --example bench_hyper`
+//! Run with: `BENCH_BIND=127.0.0.1:3104 cargo run --release -p mcp-lambda-benches --example bench_hyper`
 //!
 //! The floor of the side-by-side benchmark (`benches/side-by-side.sh`): hyper and serde_json
 //! answering `server/discover`, `tools/list` and `tools/call` with the same JSON as the MCP

@@ -7,7 +7,7 @@
 //! `block_on` each, current-thread runtime), as `benches/in_process.rs` does:
 //!
 //! ```text
-//! cargo build --release --example bench_instructions
+//! cargo build --release -p mcp-lambda-benches --example bench_instructions
 //! valgrind --tool=callgrind --callgrind-out-file=/dev/null \
 //!     target/release/examples/bench_instructions tools_list 2000
 //! ```
@@ -21,7 +21,9 @@
 //! there beyond the protocol: JSON log lines with the request's span, and the EMF metrics record.
 //!
 //! Self-contained on purpose (its handler is here, not in a support module): the same file
-//! builds against an older tree for the "before" count.
+//! builds against an older tree for the "before" count (copy it over that tree's
+//! `benches/servers/instructions.rs`; trees from before the benchmarks had a package of their own,
+//! `benches/Cargo.toml`, build it without `-p mcp-lambda-benches`).
 
 use std::collections::HashMap;
 

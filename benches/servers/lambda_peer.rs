@@ -3,7 +3,7 @@
 //! names, arguments and answers (one text item each).
 //!
 //! Run with: `benches/lambda-peers.sh` (under a loopback Lambda Runtime API), or locally:
-//! `cargo run --example bench_lambda_peer`, then
+//! `cargo run -p mcp-lambda-benches --example bench_lambda_peer`, then
 //!
 //! ```sh
 //! curl -s http://127.0.0.1:3000/mcp -H 'Content-Type: application/json' \

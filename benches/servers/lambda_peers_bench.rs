@@ -6,7 +6,7 @@
 //! Lambda as its docs say (`benches/servers/lambda_peer.rs`, `benches/peers/`), each run as a
 //! Lambda function under its own loopback Runtime API (the emulator of
 //! `mcp_lambda_test_support::lambda_runtime`, which `benches/lambda-runtime.sh` and
-//! `tests/lambda_runtime.rs` use too), measured the way Lambda measures them, interleaved:
+//! `tests/dynamodb_local/lambda_runtime.rs` use too), measured the way Lambda measures them, interleaved:
 //!
 //! - **INIT**: exec → the function's first `GET /runtime/invocation/next`, `INITS` fresh
 //!   processes of each, the order rotated every start; with the CPU time (`utime + stime`) by

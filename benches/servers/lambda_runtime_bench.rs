@@ -4,7 +4,7 @@
 //!
 //! The basket binary and a minimal `lambda_http` function (`bench_lambda_hello`), each run as a
 //! Lambda function under its own loopback Runtime API (2018-06-01: the emulator
-//! `tests/lambda_runtime.rs` runs against too, `mcp_lambda_test_support::lambda_runtime`), measured
+//! `tests/dynamodb_local/lambda_runtime.rs` runs against too, `mcp_lambda_test_support::lambda_runtime`), measured
 //! the way Lambda measures them:
 //!
 //! - **INIT**: from exec to the function's first `GET /runtime/invocation/next` (where Lambda's

@@ -1,4 +1,4 @@
-//! Run with: `MCP_BIND=127.0.0.1:3100 MCP_LOG=warn cargo run --release --example bench_server`
+//! Run with: `MCP_BIND=127.0.0.1:3100 MCP_LOG=warn cargo run --release -p mcp-lambda-benches --example bench_server`
 //!
 //! The mcp-lambda server of the side-by-side benchmark (`benches/side-by-side.sh`): the three
 //! benchmark tools (`mcp_lambda_test_support::tools`) behind mcp-lambda in local mode — every

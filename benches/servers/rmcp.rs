@@ -1,4 +1,4 @@
-//! Run with: `BENCH_BIND=127.0.0.1:3101 cargo run --release --example bench_rmcp`
+//! Run with: `BENCH_BIND=127.0.0.1:3101 cargo run --release -p mcp-lambda-benches --example bench_rmcp`
 //!
 //! The bare-rmcp server of the side-by-side benchmark (`benches/side-by-side.sh`): the same
 //! handler as `bench_server` (`mcp_lambda_test_support::tools`) on rmcp's own `StreamableHttpService`,

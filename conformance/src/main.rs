@@ -23,6 +23,7 @@
 //!   is sealed with the deployment's `RequestStateCodec`, so a tampered state is refused (-32602).
 //! - 2025-11-25 asks with real JSON-RPC requests (`sampling/createMessage`, `elicitation/create`,
 //!   `legacy.rs`), which need a legacy session (`MCP_LEGACY_SESSIONS=true`).
+//! - skills (SEP-2640): one skill with a file in a subdirectory (`skills.rs`).
 //! - `test_trigger_tool_change` / `test_trigger_prompt_change` change the lists and tell every
 //!   open `subscriptions/listen` stream in this process.
 //!
@@ -42,6 +43,7 @@ mod media;
 mod mrtr;
 mod prompts;
 mod resources;
+mod skills;
 mod tasks;
 mod tools;
 
@@ -51,11 +53,12 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-        GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-        ReadResourceRequestParams, ReadResourceResponse, RequestStateCodec, ServerCapabilities,
-        ServerConfig, SetLevelRequestParams, SubscribeRequestParams, Tool,
-        UnsubscribeRequestParams,
+        GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams, GetSkillResult,
+        Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+        ListSkillsResult, ListToolsResult, PaginatedRequestParams,
+        ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
+        ReadResourceResponse, RequestStateCodec, ServerCapabilities, ServerConfig,
+        SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
     },
     service::RequestContext,
 };
@@ -129,6 +132,7 @@ impl ServerHandler for ConformanceServer {
             .enable_resources_subscribe()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_skills_with_directory_read()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(
@@ -182,7 +186,9 @@ impl ServerHandler for ConformanceServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(resources::list()))
+        let mut listed = resources::list();
+        listed.push(skills::listed());
+        Ok(ListResourcesResult::with_all_items(listed))
     }
 
     async fn list_resource_templates(
@@ -200,7 +206,34 @@ impl ServerHandler for ConformanceServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        resources::read(&request.uri)
+        match skills::read(&request.uri) {
+            Some(file) => Ok(file),
+            None => resources::read(&request.uri),
+        }
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        Ok(skills::list())
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        skills::get(&request.uri)
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        skills::directory(&request.uri)
     }
 
     async fn complete(

@@ -1,14 +1,23 @@
 //! The wrapper around the user's `ServerHandler`.
 //!
-//! [`Hosted`] delegates every MCP method to the user's handler and adds what a
-//! hosted 2026-07-28 server owes on top of it, in one place, so that JSON and
-//! SSE answers get the same treatment:
-//! - `_meta["io.modelcontextprotocol/serverInfo"]` on every result
-//!   (`rmcp_gaps::stamp_server_info`);
+//! [`Hosted`] implements every method of rmcp's `ServerHandler` (rmcp 3.11: each request and
+//! notification its dispatch hands a handler, SEP-2640's skills among them), delegating to
+//! the user's handler, except where a feature of this crate answers instead: `tasks/*` with
+//! the task engine on, `subscriptions/listen` with a change feed, resources served from
+//! handles. A method it did not implement would be answered by the trait's default, -32601,
+//! whatever the user's handler does: `tests/self_contained/forwarding.rs` sends every method rmcp has on
+//! both doors and fails on a new one until it is forwarded here. On top of the user's
+//! answers it adds what a hosted 2026-07-28 server owes, in one place, so that JSON and SSE
+//! answers get the same treatment:
+//! - `_meta["io.modelcontextprotocol/serverInfo"]` on every 2026-07-28 result the handler
+//!   returns (`rmcp_gaps::stamp_server_info`); `tasks/update` and `tasks/cancel` return
+//!   nothing, and rmcp's empty acknowledgment of them carries none;
 //! - `ttlMs`/`cacheScope` from [`cache::CacheHints`](crate::cache::CacheHints) on
 //!   `server/discover`, the lists and `resources/read` (rmcp 3.11 fills
 //!   `0`/`private`, or `public` from the macros, whatever the deployment wants),
 //!   handed to the HTTP front through the request's scope (`request_scope.rs`);
+//!   `skills/list` and `skills/get` keep the handler's hints (or rmcp's `0`/`private`):
+//!   `MCP_CACHE_*` names no setting for them;
 //! - pagination of the four lists with signed, self-contained cursors, one
 //!   generic path for all four (`lists.rs`);
 //! - the tools a caller may not call left out of `tools/list` when scopes are
@@ -38,11 +47,12 @@ use rmcp::{
         CacheScope as RmcpCacheScope, CallToolRequestParams, CallToolResponse,
         CancelledNotificationParam, CompleteRequestParams, CompleteResult, CustomNotification,
         CustomRequest, CustomResult, DiscoverResult, GetPromptRequestParams, GetPromptResponse,
-        InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
-        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
-        SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
-        UnsubscribeRequestParams,
+        GetSkillRequestParams, GetSkillResult, InitializeRequestParams, InitializeResult,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult,
+        ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+        ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
+        ReadResourceResponse, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+        SubscriptionFilter, Tool, UnsubscribeRequestParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
@@ -156,7 +166,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
         Box::pin(noted(async move {
-            let Some((tasks, _)) = &self.settings.tasks else {
+            let Some((tasks, _)) = self.settings.tasks()? else {
                 return self.inner.get_task(request, context).await;
             };
             let owner = owner_of(&context);
@@ -173,7 +183,7 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         Box::pin(noted(async move {
-            let Some((tasks, _)) = &self.settings.tasks else {
+            let Some((tasks, _)) = self.settings.tasks()? else {
                 return self.inner.update_task(request, context).await;
             };
             let owner = owner_of(&context);
@@ -190,11 +200,50 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         Box::pin(noted(async move {
-            let Some((tasks, _)) = &self.settings.tasks else {
+            let Some((tasks, _)) = self.settings.tasks()? else {
                 return self.inner.cancel_task(request, context).await;
             };
             let owner = owner_of(&context);
             tasks.cancel(&owner, &request.task_id).await
+        }))
+        .await
+    }
+
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        Box::pin(noted(async move {
+            let mut result = self.inner.list_skills(request, context).await?;
+            self.settings.stamp(&mut result.meta);
+            Ok(result)
+        }))
+        .await
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        Box::pin(noted(async move {
+            let mut result = self.inner.get_skill(request, context).await?;
+            self.settings.stamp(&mut result.meta);
+            Ok(result)
+        }))
+        .await
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        Box::pin(noted(async move {
+            let mut result = self.inner.read_resource_directory(request, context).await?;
+            self.settings.stamp(&mut result.meta);
+            Ok(result)
         }))
         .await
     }
@@ -461,9 +510,9 @@ impl<H: ServerHandler> ServerHandler for Hosted<H> {
                 self.stamp_response(&mut response);
                 return Ok(response);
             }
-            if let Some((tasks, policies)) = &self.settings.tasks {
+            if let Some((tasks, policies)) = self.settings.tasks()? {
                 let intake = policies
-                    .intake(tasks, &request, &context)
+                    .intake(&tasks, &request, &context)
                     .await
                     .inspect_err(|error| record_retry_after(&context, error))?;
                 if let Intake::Task(mut created) = intake {

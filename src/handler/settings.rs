@@ -3,8 +3,9 @@
 //! resources, the portable schemas), and [`Announce`], the capabilities the library adds to
 //! the handler's.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
+use rmcp::ErrorData;
 use rmcp::model::{
     CacheScope as RmcpCacheScope, MetaObject, ServerCapabilities, ServerConfig, Tool,
 };
@@ -20,7 +21,7 @@ use crate::{
     listen::{ListKind, Listener},
     metrics::{KnownNames, Metrics},
     rmcp_gaps,
-    tasks::Tasks,
+    tasks::Engine,
 };
 
 /// Settings shared by every clone of [`Hosted`], built once at start-up.
@@ -35,8 +36,10 @@ pub(crate) struct HostedSettings {
     pub(super) auth: Option<AuthSettings>,
     /// `subscriptions/listen` served by the library, when the server publishes changes.
     pub(super) listen: Option<Arc<Listener>>,
-    /// Durable tasks, when the server runs some tools as tasks.
-    pub(super) tasks: Option<(Arc<Tasks>, TaskPolicies)>,
+    /// Durable tasks, when the server runs some tools as tasks. Held weakly: the engine holds
+    /// the runner, which holds the handler factory, which holds these settings; the front and
+    /// the `Server` hold it strongly.
+    tasks: Option<(Weak<Engine>, TaskPolicies)>,
     /// Per-request metrics, which count names on the lists as themselves.
     pub(super) metrics: Option<Arc<Metrics>>,
     /// Resource templates served from handles, by the library.
@@ -102,7 +105,7 @@ impl HostedSettings {
         auth: Option<&AuthSettings>,
         info: &ServerConfig,
         listen: Option<Arc<Listener>>,
-        tasks: Option<(Arc<Tasks>, TaskPolicies)>,
+        tasks: Option<(Weak<Engine>, TaskPolicies)>,
     ) -> Self {
         Self {
             cache: cache.clone(),
@@ -131,6 +134,22 @@ impl HostedSettings {
         self.resources = resources.into();
         self.announce = announce;
         self
+    }
+
+    /// The task engine and the tools' policies, `None` when tasks are off. An engine gone (it
+    /// lives as long as the server: only while the server is dropped, at shutdown) is answered
+    /// -32603, as a store out of reach is.
+    pub(super) fn tasks(&self) -> Result<Option<(Arc<Engine>, &TaskPolicies)>, ErrorData> {
+        let Some((engine, policies)) = &self.tasks else {
+            return Ok(None);
+        };
+        match engine.upgrade() {
+            Some(engine) => Ok(Some((engine, policies))),
+            None => Err(ErrorData::internal_error(
+                "the server is shutting down; try again shortly",
+                None,
+            )),
+        }
     }
 
     /// The handle resource `uri` belongs to, if any.
@@ -200,5 +219,36 @@ impl HostedSettings {
         };
         tools.retain(|tool| granted(&auth.required_scopes("tools/call", Some(&tool.name))));
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_tasks(tasks: Option<(Weak<Engine>, TaskPolicies)>) -> HostedSettings {
+        HostedSettings::new(
+            &CacheHints::default(),
+            &ListSettings { page_size: 10 },
+            &[vec![7; 32]],
+            None,
+            &ServerConfig::new(ServerCapabilities::default()),
+            None,
+            tasks,
+        )
+    }
+
+    /// The handler's side holds the engine weakly; one gone (the server being dropped) is
+    /// answered -32603, never a panic, and tasks off stays off.
+    #[test]
+    fn an_engine_gone_is_an_answer_not_a_panic() {
+        let never =
+            TaskPolicies::new(|_: &str, _: &crate::auth::Caller| crate::tasks::TaskPolicy::Never);
+        let gone = with_tasks(Some((Weak::new(), never)));
+        let Err(error) = gone.tasks() else {
+            panic!("an engine that is gone was handed out");
+        };
+        assert_eq!(error.code, rmcp::model::ErrorCode::INTERNAL_ERROR);
+        assert!(matches!(with_tasks(None).tasks(), Ok(None)));
     }
 }

@@ -127,12 +127,15 @@ pub use typed::{
 /// The largest accepted `data`, in bytes of compact JSON.
 ///
 /// Below DynamoDB's 400 KB item limit, leaving room for the key and the other attributes.
+#[doc(hidden)]
 pub const MAX_DATA_BYTES: usize = 350 * 1024;
 
 /// The longest accepted owner, in bytes.
+#[doc(hidden)]
 pub const MAX_OWNER_BYTES: usize = 1024;
 
 /// The longest accepted kind, in bytes.
+#[doc(hidden)]
 pub const MAX_KIND_BYTES: usize = 64;
 
 /// The longest accepted key of a keyed handle ([`Handles::keyed`]), in bytes.
@@ -234,6 +237,7 @@ pub struct HandlePage {
 }
 
 /// The most handles one [`HandleStore::list`] page holds.
+#[doc(hidden)]
 pub const MAX_LIST_PAGE: usize = 100;
 
 /// Why a [`HandleStore`] operation failed.

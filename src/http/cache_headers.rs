@@ -1,6 +1,6 @@
 //! `ttlMs`/`cacheScope` mirrored into `Cache-Control`.
 //!
-//! The [`Hosted`](crate::Hosted) wrapper puts the hints into the result body
+//! The [`Hosted`](crate::handler::Hosted) wrapper puts the hints into the result body
 //! and, through the request's scope (`request_scope.rs`), hands the same
 //! values to this layer, so HTTP caches get the body's answer without the
 //! body being read again: `public|private, max-age=<seconds>` for a complete

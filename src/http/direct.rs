@@ -27,7 +27,7 @@
 //! schema routes a parameter into one, a method without a typed decoder here, a body the
 //! method's type does not fit. `Host` and `Origin` are no reason either way: the *host* step
 //! (`host.rs`) judged them before either door, and rmcp's own allow-lists are off, so both
-//! doors see only the requests it admitted. `tests/direct_answers.rs` sends each kind of
+//! doors see only the requests it admitted. `tests/self_contained/direct_answers.rs` sends each kind of
 //! request both ways and compares the answers byte for byte.
 
 use bytes::Bytes;

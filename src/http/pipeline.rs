@@ -55,7 +55,7 @@ use crate::{
     oauth::{self, AuthorizationServer},
     request_scope::{self, RequestScope},
     rmcp_gaps,
-    tasks::{Tasks, round_token},
+    tasks::{Engine, round_token},
 };
 
 /// rmcp's HTTP service around the wrapped handler: the pipeline's last step.
@@ -79,7 +79,7 @@ pub(crate) struct Front {
     /// prompts) or metrics (all four) need.
     probed_lists: Vec<&'static str>,
     /// The task engine, for the worker route; `None` = tasks are off.
-    tasks: Option<Arc<Tasks>>,
+    tasks: Option<Arc<Engine>>,
     /// Per-request EMF records; `None` = none written.
     metrics: Option<Arc<Metrics>>,
     /// The built-in authorization server's endpoints; `None` = off.
@@ -94,7 +94,7 @@ impl Front {
         capabilities: &ServerCapabilities,
         supported_versions: Vec<String>,
         listen: Option<Arc<Listener>>,
-        tasks: Option<Arc<Tasks>>,
+        tasks: Option<Arc<Engine>>,
         metrics: Option<Arc<Metrics>>,
     ) -> Self {
         let (listen_on, metrics_on) = (listen.is_some(), metrics.is_some());
@@ -530,7 +530,7 @@ impl<H: ServerHandler> McpService<H> {
 /// is over). The claim holds until the invocation's deadline when there is one (Lambda),
 /// otherwise for the task lease.
 async fn worker_route(
-    tasks: Arc<Tasks>,
+    tasks: Arc<Engine>,
     lease: std::time::Duration,
     request: Request<RequestBody>,
 ) -> Result<HttpResponse, Rejection> {

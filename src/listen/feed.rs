@@ -124,12 +124,15 @@ pub trait ChangeFeed: Send + Sync + fmt::Debug + 'static {
     /// one backend request; one answer per watch, in order.
     fn read<'a>(&'a self, watches: &'a [Watch]) -> BoxFuture<'a, Result<Vec<Observed>, FeedError>>;
 
-    /// The task store that [`Watch::Task`] reads go to, for a feed that cannot read task
-    /// items from its own backend (the memory feed); called once at start-up when a server
-    /// runs tasks. A feed that reads them where the task store writes them (DynamoDB: the same
-    /// table, in the same request as every other watch) ignores it.
-    fn attach_task_store(&self, store: Arc<dyn TaskStore>) {
+    /// This feed as it reads [`Watch::Task`] from `store`, for a feed that cannot read task
+    /// items from its own backend (the memory feed: a view sharing everything else); `None`
+    /// for a feed that reads them where the task store writes them (DynamoDB: the same table,
+    /// in the same request as every other watch). Asked once at start-up when a server runs
+    /// tasks; its listeners read through the view.
+    #[doc(hidden)]
+    fn reading_tasks_from(&self, store: Arc<dyn TaskStore>) -> Option<Arc<dyn ChangeFeed>> {
         let _ = store;
+        None
     }
 
     /// A signal that something may have changed, for feeds that know (in memory); `None` for

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use futures::future::{BoxFuture, FutureExt};
 use tokio::sync::watch;
@@ -22,11 +22,19 @@ pub const MAX_MEMORY_ITEMS: usize = 65_536;
 /// process); without one they are never present. At most [`MAX_MEMORY_ITEMS`] items are
 /// remembered.
 pub struct MemoryFeed {
+    shared: Arc<Shared>,
+    /// Where task watches are read; `None` (the feed as made) = never present. A server that
+    /// runs tasks listens through a view of the feed that has its task store
+    /// ([`ChangeFeed::reading_tasks_from`]).
+    tasks: Option<Arc<dyn TaskStore>>,
+}
+
+/// The feed itself, shared by its views.
+struct Shared {
     /// Each item's mark, and the next version to hand out: one counter for every item, so a
     /// forgotten and republished item never repeats a version its listeners saw.
     marks: Mutex<(HashMap<Watch, Mark>, u64)>,
     handles: Option<Arc<dyn HandleStore>>,
-    tasks: OnceLock<Arc<dyn TaskStore>>,
     published: watch::Sender<u64>,
 }
 
@@ -40,15 +48,17 @@ impl MemoryFeed {
     /// An empty feed; `handles` is where handle-backed resources live.
     pub fn new(handles: Option<Arc<dyn HandleStore>>) -> Self {
         Self {
-            marks: Mutex::new((HashMap::new(), 1)),
-            handles,
-            tasks: OnceLock::new(),
-            published: watch::Sender::new(0),
+            shared: Arc::new(Shared {
+                marks: Mutex::new((HashMap::new(), 1)),
+                handles,
+                published: watch::Sender::new(0),
+            }),
+            tasks: None,
         }
     }
 
     fn bump(&self, key: Watch, fingerprint: Option<String>) {
-        let mut guard = self.marks.lock().expect("feed lock");
+        let mut guard = self.shared.marks.lock().expect("feed lock");
         let (marks, next) = &mut *guard;
         if marks.len() >= MAX_MEMORY_ITEMS && !marks.contains_key(&key) {
             marks.retain(|watch, _| matches!(watch, Watch::List(_)));
@@ -96,7 +106,7 @@ impl ChangeFeed for MemoryFeed {
             // The handle store holds the version; only wake the listeners.
             Change::Handle(_) => {}
         }
-        self.published.send_modify(|n| *n += 1);
+        self.shared.published.send_modify(|n| *n += 1);
         futures::future::ready(Ok(())).boxed()
     }
 
@@ -105,7 +115,7 @@ impl ChangeFeed for MemoryFeed {
             let mut seen = Vec::with_capacity(watches.len());
             for watch in watches {
                 let observed = match watch {
-                    Watch::Handle { owner, id } => match &self.handles {
+                    Watch::Handle { owner, id } => match &self.shared.handles {
                         Some(store) => match store.get(owner, *id).await {
                             // What was written, not the version: a touch is no change.
                             Ok(handle) => Observed::Present(Mark {
@@ -117,7 +127,7 @@ impl ChangeFeed for MemoryFeed {
                         },
                         None => Observed::Absent,
                     },
-                    Watch::Task { owner, id } => match self.tasks.get() {
+                    Watch::Task { owner, id } => match &self.tasks {
                         Some(store) => match store.get(owner, *id).await {
                             Ok(task) => Observed::Task(Box::new(task)),
                             Err(TaskError::NotFound) => Observed::Absent,
@@ -125,7 +135,7 @@ impl ChangeFeed for MemoryFeed {
                         },
                         None => Observed::Absent,
                     },
-                    key => match self.marks.lock().expect("feed lock").0.get(key) {
+                    key => match self.shared.marks.lock().expect("feed lock").0.get(key) {
                         Some(mark) => Observed::Present(mark.clone()),
                         None => Observed::Absent,
                     },
@@ -137,12 +147,15 @@ impl ChangeFeed for MemoryFeed {
         .boxed()
     }
 
-    fn attach_task_store(&self, store: Arc<dyn TaskStore>) {
-        let _ = self.tasks.set(store);
+    fn reading_tasks_from(&self, store: Arc<dyn TaskStore>) -> Option<Arc<dyn ChangeFeed>> {
+        Some(Arc::new(Self {
+            shared: self.shared.clone(),
+            tasks: Some(store),
+        }))
     }
 
     fn wake(&self) -> Option<watch::Receiver<u64>> {
-        Some(self.published.subscribe())
+        Some(self.shared.published.subscribe())
     }
 }
 
@@ -169,7 +182,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        assert!(feed.marks.lock().unwrap().0.len() <= MAX_MEMORY_ITEMS);
+        assert!(feed.shared.marks.lock().unwrap().0.len() <= MAX_MEMORY_ITEMS);
         let after = feed.read(&watches).await.unwrap();
         assert_eq!(after[0], before[0], "lists are never forgotten");
         assert_eq!(

@@ -54,24 +54,35 @@ pub(crate) mod stream;
 #[cfg(feature = "dynamodb")]
 mod dynamodb;
 
-pub use feed::{Change, ChangeFeed, Changes, FeedError, ListKind, Mark, Observed, Watch};
+pub use feed::{Change, Changes, ListKind, Watch};
+// A change-feed backend's seam and its vocabulary, the listener's own settings and refusals:
+// the house's (ARCHITECTURE.md, "A change-feed backend"), not a server's.
+#[doc(hidden)]
+pub use feed::{ChangeFeed, FeedError, Mark, Observed};
 pub(crate) use listener::{Announced, Listener};
-pub use memory::{MAX_MEMORY_ITEMS, MemoryFeed};
+#[doc(hidden)]
+pub use memory::MAX_MEMORY_ITEMS;
+pub use memory::MemoryFeed;
 pub use plan::ResourceWatch;
 pub(crate) use plan::{ListenPlan, TaskIds};
+#[doc(hidden)]
 pub use refusal::ListenRefusal;
+#[doc(hidden)]
 pub use settings::ListenSettings;
 
 /// The change feed, as [`TableError`](crate::aws::TableError) names it.
 const STORE: &str = "change feed";
+#[doc(hidden)]
 pub use stream::StreamLimits;
 
 #[cfg(feature = "dynamodb")]
+#[doc(hidden)]
 pub use dynamodb::{DynamoDbFeed, LIST_COPIES, RESOURCE_ITEM_TTL};
 
 use std::time::Duration;
 
 /// The most items one feed read names: one `BatchGetItem` reads at most 100 keys.
+#[doc(hidden)]
 pub const MAX_KEYS_PER_READ: usize = 100;
 
 const _: () = assert!(
@@ -82,18 +93,23 @@ const _: () = assert!(
 /// The most `resourceSubscriptions` one listen may name; more is refused with -32602.
 ///
 /// With the three list items, every watched item fits one `BatchGetItem` (100 keys).
+#[doc(hidden)]
 pub const MAX_RESOURCE_SUBSCRIPTIONS: usize = 64;
 
 /// The most `taskIds` one listen may name; more is refused with -32602.
+#[doc(hidden)]
 pub const MAX_TASK_SUBSCRIPTIONS: usize = 32;
 
 /// The most items one listener reads per poll: the three lists, the resources and the tasks
 /// (within one `BatchGetItem`'s 100 keys).
+#[doc(hidden)]
 pub const MAX_WATCHED_ITEMS: usize = 3 + MAX_RESOURCE_SUBSCRIPTIONS + MAX_TASK_SUBSCRIPTIONS;
 
 /// The longest resource URI a listener may watch, in bytes; a longer one is dropped.
+#[doc(hidden)]
 pub const MAX_URI_BYTES: usize = 1024;
 
 /// How long before the Lambda invocation's deadline a listen stream ends, so its closing
 /// result is written before the runtime stops the invocation.
+#[doc(hidden)]
 pub const DEADLINE_MARGIN: Duration = Duration::from_secs(3);

@@ -48,6 +48,8 @@ use bytes::Bytes;
 use http::{HeaderValue, Method, Response, StatusCode, header, request::Parts};
 use serde_json::{Value, json};
 
+// `Config`'s part (`MCP_OAUTH_*`): the house's, not a server's.
+#[doc(hidden)]
 pub use settings::{OAuthSettings, PreRegisteredClient, UpstreamSettings};
 pub(crate) use store::{MemoryOAuthStore, OAuthStore};
 pub use upstream_token::{UpstreamToken, UpstreamTokenError};

@@ -1,7 +1,13 @@
 //! The engine: accepting a task, answering `tasks/*`, and running a round as a worker.
+//!
+//! A server describes its tasks with [`Tasks`] (the store, how rounds reach a worker, the
+//! settings); [`App::server`](crate::App::server) starts the [`Engine`] from it, whole: the
+//! runner its rounds go through, the MCP path and the round-token keys are given at
+//! construction. The engine holds the runner, the runner the handler, so the handler's side
+//! holds the engine weakly (`Arc::new_cyclic`): no strong cycle, nothing set after the fact.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -21,8 +27,7 @@ use crate::handles::HandleId;
 
 /// What one round of a tool answered, as the worker reads it.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum RoundOutput {
+pub(crate) enum RoundOutput {
     /// A `CallToolResult` (an `isError` one included).
     Completed(Value),
     /// An `InputRequiredResult`: its `inputRequests` and `requestState`.
@@ -39,7 +44,7 @@ pub enum RoundOutput {
 /// Runs one round of a tool call in this process, through the handler's dispatch a request
 /// takes (`handler/dispatch.rs` implements it). `progress` hears each progress message as it
 /// comes.
-pub trait ToolRunner: Send + Sync + 'static {
+pub(crate) trait ToolRunner: Send + Sync + 'static {
     /// Runs `params` (a `tools/call`'s params, `_meta` included) as `caller`. When `stop`
     /// fires, the tool's future must be dropped (and rmcp's cancellation token fired) before
     /// the returned future ends: the engine records `cancelled` or `failed` only after that.
@@ -52,21 +57,79 @@ pub trait ToolRunner: Send + Sync + 'static {
     ) -> BoxFuture<'static, RoundOutput>;
 }
 
-/// The task engine a server runs with; see the [module docs](super).
+/// Durable tasks as a server describes them: where they are kept, how a round reaches a worker,
+/// and the settings; [`App::tasks`](crate::App::tasks) takes it, and the server starts the
+/// engine from it. See the [module docs](super).
+///
+/// ```
+/// use std::sync::Arc;
+/// use mcp_lambda::tasks::{Dispatch, MemoryTaskStore, TaskSettings, Tasks};
+/// let tasks = Tasks::new(
+///     Arc::new(MemoryTaskStore::new()),
+///     Dispatch::Local,
+///     TaskSettings::default(),
+/// );
+/// # drop(tasks);
+/// ```
+#[derive(Debug, Clone)]
 pub struct Tasks {
     store: Arc<dyn TaskStore>,
     dispatch: Dispatch,
     settings: TaskSettings,
-    runner: OnceLock<Arc<dyn ToolRunner>>,
-    /// Signs and checks round tokens; set with the runner.
-    keys: OnceLock<super::round_token::RoundKeys>,
-    /// The MCP path a worker invocation is sent to; set with the runner.
-    path: OnceLock<String>,
 }
 
-impl std::fmt::Debug for Tasks {
+impl Tasks {
+    /// Tasks kept in `store`, their rounds handed to a worker as `dispatch` says.
+    pub fn new(store: Arc<dyn TaskStore>, dispatch: Dispatch, settings: TaskSettings) -> Self {
+        Self {
+            store,
+            dispatch,
+            settings,
+        }
+    }
+
+    /// The store they are kept in.
+    pub fn store(&self) -> &Arc<dyn TaskStore> {
+        &self.store
+    }
+
+    /// The engine, whole: rounds run through `runner`, handed to Lambda as invocations of
+    /// `path` carrying round tokens derived from `request_state_keys`.
+    pub(crate) fn start(
+        self,
+        runner: Arc<dyn ToolRunner>,
+        path: &str,
+        request_state_keys: &[Vec<u8>],
+    ) -> Engine {
+        Engine {
+            store: self.store,
+            dispatch: self.dispatch,
+            settings: self.settings,
+            runner,
+            keys: super::round_token::RoundKeys::derive(request_state_keys),
+            path: path.to_owned(),
+        }
+    }
+}
+
+/// The running task engine, started by [`App::server`](crate::App::server) from a [`Tasks`]
+/// (the crate's own tests reach it through `Server::tasks`).
+#[doc(hidden)]
+pub struct Engine {
+    store: Arc<dyn TaskStore>,
+    dispatch: Dispatch,
+    settings: TaskSettings,
+    /// Runs a round's call in this process.
+    runner: Arc<dyn ToolRunner>,
+    /// Signs and checks round tokens.
+    keys: super::round_token::RoundKeys,
+    /// The MCP path a worker invocation is sent to.
+    path: String,
+}
+
+impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tasks")
+        f.debug_struct("Engine")
             .field("store", &self.store)
             .field("dispatch", &self.dispatch)
             .field("settings", &self.settings)
@@ -104,19 +167,7 @@ fn unknown_task() -> ErrorData {
     )
 }
 
-impl Tasks {
-    /// An engine on `store`.
-    pub fn new(store: Arc<dyn TaskStore>, dispatch: Dispatch, settings: TaskSettings) -> Arc<Self> {
-        Arc::new(Self {
-            store,
-            dispatch,
-            settings,
-            runner: OnceLock::new(),
-            keys: OnceLock::new(),
-            path: OnceLock::new(),
-        })
-    }
-
+impl Engine {
     /// Whether rounds run on this process's runtime.
     pub(crate) fn runs_locally(&self) -> bool {
         matches!(self.dispatch, Dispatch::Local)
@@ -132,26 +183,9 @@ impl Tasks {
         &self.store
     }
 
-    /// Connects the worker side to the service (once, at start-up): the runner, the MCP path
-    /// and the request-state keys round tokens are derived from.
-    pub(crate) fn set_runner(
-        &self,
-        runner: Arc<dyn ToolRunner>,
-        path: &str,
-        request_state_keys: &[Vec<u8>],
-    ) {
-        let _ = self.runner.set(runner);
-        let _ = self.path.set(path.to_owned());
-        let _ = self
-            .keys
-            .set(super::round_token::RoundKeys::derive(request_state_keys));
-    }
-
     /// Whether `token` lets its bearer run `round` of `task_id` now.
     pub(crate) fn round_token_ok(&self, token: &str, task_id: &str, round: u32) -> bool {
-        self.keys
-            .get()
-            .is_some_and(|keys| keys.verify(token, task_id, round, now_ms()))
+        self.keys.verify(token, task_id, round, now_ms())
     }
 
     /// Records a task for `params` (durably) and hands round 0 to a worker.
@@ -204,18 +238,15 @@ impl Tasks {
             #[cfg(all(feature = "dynamodb", feature = "aws-secrets"))]
             Dispatch::Lambda(lambda) => {
                 let task_id = id.to_string();
-                let token = self.keys.get().and_then(|keys| {
-                    keys.sign(
-                        &task_id,
-                        round,
-                        now_ms() + super::round_token::TOKEN_LIFETIME_MS,
-                    )
-                });
-                let path = self.path.get().map_or("/mcp", String::as_str);
+                let token = self.keys.sign(
+                    &task_id,
+                    round,
+                    now_ms() + super::round_token::TOKEN_LIFETIME_MS,
+                );
                 let sent = match token {
-                    None => Err("the server was not built (no round-token key)".to_string()),
+                    None => Err("no request-state key to sign a round token with".to_string()),
                     Some(token) => {
-                        let event = LambdaDispatch::event(path, &token, &task_id, round);
+                        let event = LambdaDispatch::event(&self.path, &token, &task_id, round);
                         lambda
                             .client
                             .invoke_event(&lambda.function, event.to_string().as_bytes())
@@ -318,10 +349,6 @@ impl Tasks {
         round: u32,
         lease_until_ms: u64,
     ) -> bool {
-        let Some(runner) = self.runner.get().cloned() else {
-            tracing::error!("a task round was dispatched before the server was built");
-            return false;
-        };
         // Past the claim window no claim can land (and `tasks/get` reads the round failed,
         // nothing ran), so a worker that cannot reach the store stops trying then.
         let claim_deadline = lease_until_ms.min(now_ms() + super::record::CLAIM_WINDOW_MS);
@@ -353,7 +380,9 @@ impl Tasks {
             *sink.lock().expect("progress lock") = Some(message);
         });
         let stop = CancellationToken::new();
-        let run = runner.run_round(params, caller, progress, stop.clone());
+        let run = self
+            .runner
+            .run_round(params, caller, progress, stop.clone());
         tokio::pin!(run);
         let out_of_time = tokio::time::sleep(time_to_stop(lease_until_ms, now_ms()));
         tokio::pin!(out_of_time);

@@ -13,7 +13,7 @@ use rmcp::{
     service::RequestContext,
 };
 
-use super::{TaskPolicy, Tasks};
+use super::{Engine, TaskPolicy};
 use crate::auth::Caller;
 
 /// Which tools may run as tasks, per tool name and caller (the handler's choice,
@@ -63,7 +63,7 @@ impl TaskPolicies {
     /// over its share).
     pub(crate) async fn intake(
         &self,
-        tasks: &Arc<Tasks>,
+        tasks: &Arc<Engine>,
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<Intake, ErrorData> {

@@ -32,12 +32,23 @@ pub use dispatch::Dispatch;
 #[cfg(all(feature = "dynamodb", feature = "aws-secrets"))]
 pub use dispatch::LambdaDispatch;
 #[cfg(feature = "dynamodb")]
-pub use dynamodb::{DynamoDbTaskStore, MAX_ANSWER_KEYS, MAX_KEY_BYTES, MAX_TASK_BYTES};
+pub use dynamodb::DynamoDbTaskStore;
+#[cfg(feature = "dynamodb")]
+#[doc(hidden)]
+pub use dynamodb::{MAX_ANSWER_KEYS, MAX_KEY_BYTES, MAX_TASK_BYTES};
 pub(crate) use engine::EXTENSION;
-pub use engine::{RoundOutput, Tasks, ToolRunner};
+#[doc(hidden)]
+pub use engine::Engine;
+pub use engine::Tasks;
+pub(crate) use engine::{RoundOutput, ToolRunner};
 pub(crate) use intake::{Intake, RoundInProcess, TaskPolicies};
-pub use memory::{MAX_MEMORY_TASKS, MemoryTaskStore};
-pub use record::{CLAIM_WINDOW_MS, TaskRecord, TaskState};
+pub use memory::MemoryTaskStore;
+// Limits the stores keep, told in docs/tasks.md; public for the crate's own tests.
+#[doc(hidden)]
+pub use memory::MAX_MEMORY_TASKS;
+#[doc(hidden)]
+pub use record::CLAIM_WINDOW_MS;
+pub use record::{TaskRecord, TaskState};
 pub use settings::TaskSettings;
 pub(crate) use stop::until_stopped;
 pub use store::{CallerQuota, RoundEnd, TaskError, TaskStore};

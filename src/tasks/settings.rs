@@ -68,11 +68,12 @@ impl TaskSettings {
         })
     }
 
-    /// The task engine for this deployment: the store is DynamoDB on `MCP_HANDLES_TABLE` when
-    /// it is set (sharing the handle store's connection), otherwise in memory. Locally rounds
-    /// run on this process's runtime ([`Dispatch::Local`]); on Lambda (`AWS_LAMBDA_RUNTIME_API`
-    /// set) they are handed to the Lambda service (`Dispatch::Lambda`, which needs the
-    /// `aws-secrets` feature), and `MCP_HANDLES_TABLE` is required.
+    /// The tasks of this deployment, for [`App::tasks`](crate::App::tasks) (the server starts
+    /// them): the store is DynamoDB on `MCP_HANDLES_TABLE` when it is set (sharing the handle
+    /// store's connection), otherwise in memory. Locally rounds run on this process's runtime
+    /// ([`Dispatch::Local`]); on Lambda (`AWS_LAMBDA_RUNTIME_API` set) they are handed to the
+    /// Lambda service (`Dispatch::Lambda`, which needs the `aws-secrets` feature), and
+    /// `MCP_HANDLES_TABLE` is required.
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -84,7 +85,7 @@ impl TaskSettings {
     pub async fn open(
         &self,
         handles: &crate::handles::HandleSettings,
-    ) -> Result<Arc<Tasks>, TableError> {
+    ) -> Result<Tasks, TableError> {
         let on_lambda = std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some();
         if on_lambda && handles.table.is_none() {
             return Err(TableError::new(

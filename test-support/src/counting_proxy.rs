@@ -1,5 +1,5 @@
 //! A loopback TCP proxy in front of a DynamoDB endpoint that records every request's operation:
-//! what the request-count tests (`tests/dynamodb.rs`) and the listener benchmark
+//! what the request-count tests (`tests/dynamodb_local/dynamodb.rs`) and the listener benchmark
 //! (`benches/servers/listeners_bench.rs`) count with.
 
 use std::sync::atomic::{AtomicUsize, Ordering};

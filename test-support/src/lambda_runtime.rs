@@ -1,5 +1,5 @@
 //! A loopback Lambda Runtime API (2018-06-01) and function processes under it: what
-//! `tests/lambda_runtime.rs` runs the built binaries against and
+//! `tests/dynamodb_local/lambda_runtime.rs` runs the built binaries against and
 //! `benches/servers/lambda_runtime_bench.rs` measures them with.
 //!
 //! [`RuntimeApi`] hands out one queued event per `GET /runtime/invocation/next`, records each

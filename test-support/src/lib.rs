@@ -15,7 +15,7 @@
 //! - [`nat`]: a TCP relay that forgets its flows as a NAT gateway forgets idle ones (the next
 //!   packet a client sends on one is reset);
 //! - [`lambda_runtime`]: a loopback Lambda Runtime API and function processes under it
-//!   (`tests/lambda_runtime.rs`, `benches/servers/lambda_runtime_bench.rs`);
+//!   (`tests/dynamodb_local/lambda_runtime.rs`, `benches/servers/lambda_runtime_bench.rs`);
 //! - [`tools`]: the three benchmark tools every Rust server of the benchmarks serves;
 //! - [`proc`]: what the kernel says a benchmarked process has used.
 

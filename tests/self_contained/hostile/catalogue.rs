@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
-use crate::runner::*;
-use crate::support::jwt::{Issuer, TestKey, now};
+use super::runner::*;
+use super::support::jwt::{Issuer, TestKey, now};
 
 /// A well-formed basket id that names no basket.
 pub const NO_BASKET: &str = "00000000-0000-4000-8000-000000000000";

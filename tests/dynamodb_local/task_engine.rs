@@ -17,8 +17,8 @@ use http_body_util::{Full, combinators::BoxBody};
 use mcp_lambda::handles::HandleId;
 use mcp_lambda::listen::{Changes, DynamoDbFeed, MemoryFeed};
 use mcp_lambda::tasks::{
-    Dispatch, DynamoDbTaskStore, MemoryTaskStore, TaskPolicy, TaskRecord, TaskSettings, TaskStore,
-    Tasks,
+    Dispatch, DynamoDbTaskStore, Engine, MemoryTaskStore, TaskPolicy, TaskRecord, TaskSettings,
+    TaskStore, Tasks,
 };
 use mcp_lambda::{App, McpService};
 use rmcp::{
@@ -156,7 +156,7 @@ impl ServerHandler for Worker {
 
 struct Setup {
     service: McpService<Worker>,
-    tasks: Arc<Tasks>,
+    tasks: Arc<Engine>,
     runs: Arc<AtomicUsize>,
     effects: Arc<AtomicUsize>,
     running: Arc<AtomicUsize>,
@@ -175,15 +175,17 @@ fn setup_listening(
     let tasks = Tasks::new(store, Dispatch::Local, settings);
     let worker = Worker::new();
     let runs = worker.runs.clone();
-    let mut app = App::new(fixture::config(&[("MCP_LISTEN_POLL_MS", "100")])).tasks(
-        tasks.clone(),
-        |_tool: &str, _caller: &mcp_lambda::Caller| TaskPolicy::Optional,
-    );
+    let mut app = App::new(fixture::config(&[("MCP_LISTEN_POLL_MS", "100")]))
+        .tasks(tasks, |_tool: &str, _caller: &mcp_lambda::Caller| {
+            TaskPolicy::Optional
+        });
     if let Some(changes) = &changes {
         app = app.changes(changes);
     }
     let (effects, running) = (worker.effects.clone(), worker.running.clone());
-    let service = app.server(move || worker.clone()).service();
+    let server = app.server(move || worker.clone());
+    let tasks = server.tasks().expect("the server runs tasks");
+    let service = server.service();
     Setup {
         service,
         tasks,
@@ -706,6 +708,31 @@ async fn task_notifications_on_the_dynamodb_feed() {
     let client = support::dynamodb::client(&endpoint, &support::dynamodb::timeouts()).await;
     let feed = Changes::new(DynamoDbFeed::new(client, support::dynamodb::TABLE));
     task_notifications_follow_a_task_to_its_end(store, feed).await;
+}
+
+/// The engine runs its rounds through the handler and the handler reaches the engine, yet
+/// nothing holds itself alive: once the server and its service are gone (a round having run
+/// through both), the engine and the user's handler are freed. (An `Arc` cycle, `Tasks` →
+/// runner → handler factory → handler settings → `Tasks`, kept both for the life of the
+/// process.)
+#[tokio::test]
+async fn the_task_engine_and_the_handler_go_with_their_server() {
+    let s = setup(settings(60_000), Arc::new(MemoryTaskStore::new()));
+    let id = create(&s.service, 0).await;
+    assert_eq!(until_terminal(&s.service, &id).await["status"], "completed");
+    let (engine, runs) = (Arc::downgrade(&s.tasks), s.runs.clone());
+    drop(s);
+    // The round's worker lets go of the engine just after it records the end.
+    let started = Instant::now();
+    while engine.strong_count() > 0 && started.elapsed() < Duration::from_secs(2) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(engine.strong_count(), 0, "the engine outlived its server");
+    assert_eq!(
+        Arc::strong_count(&runs),
+        1,
+        "the handler outlived its server"
+    );
 }
 
 /// A finished task is told at once, and the stream, with nothing left to watch, ends.

@@ -1848,7 +1848,7 @@ async fn a_task_created_on_one_process_is_finished_and_read_from_another() {
     let gone = b.tool_error("view_basket", json!({"basket_id": id})).await;
     assert!(gone.contains("create"), "{gone}");
     // Another caller's view of the task: with auth off every caller is the same owner, so the
-    // owner binding is proven by tests/tasks.rs; an unknown id is -32602 here too.
+    // owner binding is proven by tests/dynamodb_local/tasks.rs; an unknown id is -32602 here too.
     let unknown = b
         .rpc(
             "tasks/get",

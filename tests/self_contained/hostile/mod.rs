@@ -9,7 +9,7 @@
 //! neither docs/http-front.md nor the spec fixes an answer, the case says which
 //! answer was chosen and why (`// silent:` comments).
 //!
-//! Figures: `cargo test --test hostile -- --nocapture` prints the number of
+//! Figures: `cargo test --test self_contained -- hostile:: --nocapture` prints the number of
 //! cases run.
 //!
 //! This file holds the tests; `catalogue.rs` the named cases, `runner.rs` the

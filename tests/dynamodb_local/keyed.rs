@@ -455,7 +455,7 @@ async fn ten_first_uses_across_two_processes_end_with_one_handle_holding_ten() {
             std::process::Command::new(std::env::current_exe().unwrap())
                 .args([
                     "--exact",
-                    "ten_first_uses_across_two_processes_end_with_one_handle_holding_ten",
+                    "keyed::ten_first_uses_across_two_processes_end_with_one_handle_holding_ten",
                     "--nocapture",
                     "--test-threads=1",
                 ])

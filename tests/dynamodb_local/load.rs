@@ -5,9 +5,9 @@
 //! default is the long soak). Directly:
 //!
 //! ```text
-//! cargo test --test load -- --ignored --nocapture                 # 2 000 requests, in-memory store
-//! LOAD_REQUESTS=10000 LOAD_ROUNDS=10 cargo test --release --test load -- --ignored --nocapture
-//! scripts/dynamodb-tests.sh -- cargo test --test load -- --ignored --nocapture   # DynamoDB Local
+//! cargo test --test dynamodb_local -- --ignored load:: --nocapture                 # 2 000 requests, in-memory store
+//! LOAD_REQUESTS=10000 LOAD_ROUNDS=10 cargo test --release --test dynamodb_local -- --ignored load:: --nocapture
+//! scripts/dynamodb-tests.sh -- cargo test --test dynamodb_local -- --ignored load:: --nocapture   # DynamoDB Local
 //! ```
 //!
 //! | variable | default | meaning |

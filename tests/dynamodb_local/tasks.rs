@@ -1,7 +1,7 @@
 //! The `TaskStore` contract: one suite every backend must pass.
 //!
 //! Each case is an `async fn(Arc<dyn TaskStore>)`; `contract_tests!` turns the list into one
-//! `#[tokio::test]` per case and backend, like `tests/handles.rs`. The DynamoDB run needs
+//! `#[tokio::test]` per case and backend, like `tests/dynamodb_local/handles.rs`. The DynamoDB run needs
 //! `MCP_TEST_DYNAMODB_ENDPOINT` (`scripts/dynamodb-tests.sh` starts DynamoDB Local and sets
 //! it); without it the DynamoDB cases fail under CI and are skipped, loudly, elsewhere.
 

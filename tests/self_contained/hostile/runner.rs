@@ -13,7 +13,7 @@ use tokio::{
     net::TcpStream,
 };
 
-use crate::support::basket::{self, Server, free_port};
+use super::support::basket::{self, Server, free_port};
 
 pub const VERSION: &str = "2026-07-28";
 pub const META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;

@@ -1186,7 +1186,7 @@ async fn a_streamed_prelude_holds_one_line_per_header() {
 /// Issue 29 on the Lambda runtime path: `place_order` as a task with its handles and tasks in
 /// DynamoDB Local behind a fault proxy. The task's `PutItem` lands but its answer is lost; the
 /// worker's claim is throttled four times, the round's end six (a burst longer than one call's
-/// budget is `tests/task_engine.rs`'s).
+/// budget is `tests/dynamodb_local/task_engine.rs`'s).
 /// The order is placed once, and the task reads `completed` with the checked-out basket —
 /// never `failed` for an order that went through, never `working` with no worker.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
