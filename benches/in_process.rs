@@ -169,7 +169,7 @@ fn front_refusals(c: &mut Criterion) {
         .unwrap();
     let tools = BenchTools::new();
     let ours = App::new(config(&[]))
-        .server(move || tools.clone())
+        .server_per_request(move || tools.clone())
         .service();
     let list = Shape::modern("tools/list", json!({}));
     let cases = [
@@ -304,7 +304,7 @@ fn auth(c: &mut Criterion) {
     });
     let off = off.service();
     let on = App::new(config(&vars))
-        .server(move || tools.clone())
+        .server_per_request(move || tools.clone())
         .service();
     let mut group = c.benchmark_group("auth/tools_list");
     let list = Shape::modern("tools/list", json!({}));

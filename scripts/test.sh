@@ -35,6 +35,7 @@ step feature-dynamodb crate;     step feature-aws-secrets crate
 step publish-dry-run crate
 step dynamodb services;          step python-client clients
 step quickstart clients;         step table-command services
+step porting clients
 step node-clients clients;       step oauth clients
 step cognito clients;            step conformance clients
 step conformance-auth clients;   step lambda deploy
@@ -79,6 +80,8 @@ export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
 # Incremental compilation pays off when one edits and rebuilds, not on a run of every test: off here,
 # it builds faster cold and keeps gigabytes of session caches out of the target directory.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+# No usage data from the SAM CLI in a test run (lambda, starter).
+export SAM_CLI_TELEMETRY=0
 mkdir -p "$MCP_WORK" "$CARGO_TARGET_DIR"
 
 # A run that fills the disk fails every step after, each for a reason that hides the cause: refuse
@@ -220,6 +223,9 @@ pytest_tests python-client python_client
 suite quickstart scripts/quickstart-tests.sh
 # docs/handles.md's AWS CLI commands for the table, run against DynamoDB Local.
 suite table-command scripts/table-command-tests.sh
+# docs/porting.md's counter, before and after, as crates of their own; the after on two
+# processes over one DynamoDB Local table, one restarted, called by the Python client.
+suite porting scripts/porting-tests.sh
 
 # --- The Node clients: TS SDK v2 client 2.4.0 and inspector 2.12.0 --cli, 0 warnings each
 suite node-clients scripts/node-clients.sh

@@ -303,8 +303,14 @@ impl App {
         self
     }
 
-    /// Sets the MCP server: a handler served as it is (shared by every request, never
-    /// cloned), or a closure that makes one per request.
+    /// Serves `handler`: one value shared by every request of this instance (never cloned,
+    /// never made again), as rmcp's stdio transport serves one.
+    ///
+    /// State kept in the handler's own fields lives in this instance's memory only: on Lambda
+    /// (and behind a load balancer) every instance has its own copy, and a restart loses it.
+    /// State that must outlive a request or be the same for every instance belongs in
+    /// [`handles`](Self::handles) — a caller's one counter, settings or cart in a keyed handle
+    /// ([`Handles::keyed`](crate::handles::Handles::keyed)).
     ///
     /// ```
     /// # #[derive(Clone)] struct MyServer;
@@ -315,11 +321,49 @@ impl App {
     /// # drop(server); Ok(())
     /// # }
     /// ```
-    pub fn server<H, M>(self, handler: impl MakeHandler<H, M>) -> Server<H>
-    where
-        H: ServerHandler,
-    {
-        let factory = handler.into_factory();
+    ///
+    /// A factory is not a handler: rmcp's per-session habit, `.server(Counter::new)`, does not
+    /// compile here (it would have reset the counter at every request);
+    /// [`server_per_request`](Self::server_per_request) says so when that is what you mean.
+    ///
+    /// ```compile_fail
+    /// # #[derive(Clone, Default)] struct Counter;
+    /// # impl mcp_lambda::rmcp::ServerHandler for Counter {}
+    /// # async fn demo() -> Result<(), mcp_lambda::Error> {
+    /// let server = mcp_lambda::App::load().await?.server(Counter::default);
+    /// # Ok(()) }
+    /// ```
+    pub fn server<H: ServerHandler>(self, handler: H) -> Server<H> {
+        let shared = Arc::new(handler);
+        self.serve(Arc::new(move || shared.clone()))
+    }
+
+    /// Serves a handler made afresh by `make` for **every request**: nothing a handler keeps
+    /// survives its request.
+    ///
+    /// Not rmcp's per-session factory: `StreamableHttpService::new(|| Ok(Counter::new()), …)`
+    /// makes a handler per session, which MCP 2026-07-28 no longer has, so a counter kept in a
+    /// field here would start again at every call. Serve a shared handler with
+    /// [`server`](Self::server), and keep what must last in [`handles`](Self::handles).
+    ///
+    /// ```
+    /// # #[derive(Clone, Default)] struct MyServer;
+    /// # impl mcp_lambda::rmcp::ServerHandler for MyServer {}
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), mcp_lambda::Error> {
+    /// let config = mcp_lambda::Config::local_default();
+    /// let server = mcp_lambda::App::open(config).await?.server_per_request(MyServer::default);
+    /// # drop(server); Ok(())
+    /// # }
+    /// ```
+    pub fn server_per_request<H: ServerHandler>(
+        self,
+        make: impl Fn() -> H + Send + Sync + 'static,
+    ) -> Server<H> {
+        self.serve(Arc::new(move || Arc::new(make())))
+    }
+
+    /// The service for the handlers `factory` gives, one per request.
+    fn serve<H: ServerHandler>(self, factory: Arc<dyn Fn() -> Arc<H> + Send + Sync>) -> Server<H> {
         let shutdown = Shutdown::new();
         let (inner_info, supported_versions) = described(&*factory());
         let announce = self.announce();
@@ -475,39 +519,6 @@ fn described<H: ServerHandler>(handler: &H) -> (ServerConfig, Vec<String>) {
     (info, versions)
 }
 
-/// What [`App::server`] takes: a handler served as it is, or a closure making one per request.
-///
-/// `M` only tells the two apart; it is inferred.
-pub trait MakeHandler<H, M>: Send + Sync + 'static {
-    /// A factory the service calls once per request.
-    fn into_factory(self) -> Arc<dyn Fn() -> Arc<H> + Send + Sync>;
-}
-
-/// [`MakeHandler`]'s marker for a handler served as it is.
-#[derive(Debug)]
-pub enum AsIs {}
-
-/// [`MakeHandler`]'s marker for a closure that makes a handler per request.
-#[derive(Debug)]
-pub enum PerRequest {}
-
-impl<H: ServerHandler> MakeHandler<H, AsIs> for H {
-    fn into_factory(self) -> Arc<dyn Fn() -> Arc<H> + Send + Sync> {
-        let shared = Arc::new(self);
-        Arc::new(move || shared.clone())
-    }
-}
-
-impl<H, F> MakeHandler<H, PerRequest> for F
-where
-    H: ServerHandler,
-    F: Fn() -> H + Send + Sync + 'static,
-{
-    fn into_factory(self) -> Arc<dyn Fn() -> Arc<H> + Send + Sync> {
-        Arc::new(move || Arc::new(self()))
-    }
-}
-
 /// The handle resources' URIs first, then the app's own rule.
 fn resource_watch(
     handle_resources: &[HandleResource],
@@ -626,7 +637,9 @@ impl<H> Server<H> {
             );
         }
         self.config.warn_of_unknown_variables();
-        self.config.handles.warn_if_per_instance();
+        self.config
+            .handles
+            .warn_if_per_instance(self.config.local.bind);
     }
 }
 

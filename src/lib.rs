@@ -195,7 +195,7 @@ pub mod serve;
 pub mod shutdown;
 mod startup;
 
-pub use app::{App, MakeHandler, Server, init_tracing};
+pub use app::{App, Server, init_tracing};
 
 /// The guides' Rust, compiled by `cargo test --doc` so `docs/` cannot drift from the API (the
 /// README's and `docs/your-server.md`'s quick start is built out of tree by
@@ -212,6 +212,8 @@ mod guides {
     struct Deploy;
     #[doc = include_str!("../docs/auth.md")]
     struct Auth;
+    #[doc = include_str!("../docs/porting.md")]
+    struct Porting;
 }
 pub use auth::{Caller, Principal};
 pub use aws::TableError;

@@ -134,7 +134,7 @@ fn main() {
     let changes = Changes::new(MemoryFeed::new(None));
     let service = App::new(config)
         .changes(&changes)
-        .server(|| Tools)
+        .server_per_request(|| Tools)
         .service();
     let mut answered = 0u64;
     for id in 0..n {

@@ -21,7 +21,7 @@ async fn main() -> anyhow::Result<()> {
     mcp_lambda::init_tracing(&config);
     let tools = tools::BenchTools::new();
     mcp_lambda::App::new(config)
-        .server(move || tools.clone())
+        .server_per_request(move || tools.clone())
         .run()
         .await?;
     Ok(())

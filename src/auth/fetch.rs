@@ -184,7 +184,13 @@ pub(crate) fn tls_config(extra: &[Vec<u8>]) -> rustls::ClientConfig {
         // Each was parsed as a CA when the setting was read.
         let _ = roots.add(rustls::pki_types::CertificateDer::from(der.clone()));
     }
-    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+    // ring, not aws-lc-rs: no C toolchain or aws-lc-sys in a user's build, and the binary stays
+    // small (docs/deploy.md). rustls 0.23.48 deprecates ring's provider for lacking
+    // post-quantum key exchange; that gap is known and accepted for fetching an issuer's
+    // public keys, and a user's build must not warn about our choice.
+    #[allow(deprecated)]
+    let provider = rustls::crypto::ring::default_provider();
+    rustls::ClientConfig::builder_with_provider(Arc::new(provider))
         .with_safe_default_protocol_versions()
         .expect("ring supports the default protocol versions")
         .with_root_certificates(roots)

@@ -96,13 +96,32 @@ impl HandleSettings {
         Arc::new(MemoryHandleStore::new().with_caller_quota(self.caller_quota()))
     }
 
-    /// Warns, once at start-up, when handles live in this process's memory on Lambda, where
-    /// other instances (and this one after a restart) will not find them.
-    pub(crate) fn warn_if_per_instance(&self) {
-        if self.table.is_none() && self.on_lambda {
+    /// Says, once at start-up, when handles live in this process's memory: a warning on Lambda,
+    /// where other instances (and this one after a restart) will not find them, and locally
+    /// when bound beyond loopback (`local_bind`), where a proxy may spread callers over several
+    /// processes; a note otherwise.
+    pub(crate) fn warn_if_per_instance(&self, local_bind: std::net::SocketAddr) {
+        if self.table.is_some() {
+            return;
+        }
+        if self.on_lambda {
             tracing::warn!(
                 "MCP_HANDLES_TABLE is not set: handles live in this instance's memory, so \
                  other instances (and this one after a restart) will not find them"
+            );
+        } else if !local_bind.ip().is_loopback() {
+            // Reachable from elsewhere: a server others use, often one of several behind a
+            // proxy, where each process would keep handles of its own.
+            tracing::warn!(
+                bind = %local_bind,
+                "MCP_HANDLES_TABLE is not set: handles live in this process's memory, so a \
+                 second process behind the same proxy (and this one after a restart) will not \
+                 find them; set MCP_HANDLES_TABLE wherever more than one process serves"
+            );
+        } else {
+            tracing::info!(
+                "handles live in this process's memory (MCP_HANDLES_TABLE is not set): one \
+                 process, kept until it stops; set MCP_HANDLES_TABLE to run more than one"
             );
         }
     }

@@ -183,7 +183,7 @@ fn setup_listening(
         app = app.changes(changes);
     }
     let (effects, running) = (worker.effects.clone(), worker.running.clone());
-    let server = app.server(move || worker.clone());
+    let server = app.server_per_request(move || worker.clone());
     let tasks = server.tasks().expect("the server runs tasks");
     let service = server.service();
     Setup {
@@ -378,7 +378,7 @@ async fn one_caller_cannot_fill_the_task_store(store: Arc<dyn TaskStore>) {
     .tasks(tasks, |_: &str, _: &mcp_lambda::Caller| {
         TaskPolicy::Optional
     })
-    .server(move || worker.clone());
+    .server_per_request(move || worker.clone());
     let as_user = |sub: &str| {
         TestClient::new(&server)
             .with_token(key.sign(&issuer.claims(AUDIENCE, sub, "")))
@@ -859,7 +859,7 @@ async fn a_task_round_without_a_good_token_is_refused_and_runs_nothing() {
             .tasks(tasks, |_: &str, _: &mcp_lambda::Caller| {
                 TaskPolicy::Optional
             })
-            .server(move || worker.clone())
+            .server_per_request(move || worker.clone())
             .service();
         a_task_round_is_refused(&service, &store, &runs, refused).await;
     }
@@ -1012,7 +1012,7 @@ async fn a_round_lambda_would_not_take_fails_the_call_and_the_task() {
         .tasks(tasks, |_tool: &str, _caller: &mcp_lambda::Caller| {
             TaskPolicy::Optional
         })
-        .server(move || worker.clone())
+        .server_per_request(move || worker.clone())
         .service();
 
     let (mut headers, body) = fixture::modern(

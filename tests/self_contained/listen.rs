@@ -81,7 +81,7 @@ async fn setup(vars: &[(&str, &str)]) -> Setup {
     let server = App::new(config)
         .changes(&changes)
         .watch_resources(watch)
-        .server(|| Changing);
+        .server_per_request(|| Changing);
     Setup {
         service: server.service(),
         shutdown: server.shutdown(),
@@ -364,7 +364,7 @@ async fn bad_filters_get_the_spec_answer() {
 async fn listen_without_a_feed_is_left_to_the_handler() {
     // No `changes`: the library does not serve listen; this handler does not either.
     let service = App::new(Config::local_default())
-        .server(|| Changing)
+        .server_per_request(|| Changing)
         .service();
     let answer = fixture::post(
         &service,
@@ -470,7 +470,7 @@ async fn one_caller_cannot_take_every_stream() {
         .open(config.handles(), handles)
         .await
         .unwrap();
-    let server = App::new(config).changes(&changes).server(|| Changing);
+    let server = App::new(config).changes(&changes).server_per_request(|| Changing);
     let as_user = |sub: &str| {
         TestClient::new(&server).with_token(key.sign(&issuer.claims(AUDIENCE, sub, "")))
     };
