@@ -118,16 +118,21 @@ count() { # count NAME PASSED FAILED: adds a step's result and prints its line
   passed=$((passed + $2))
   failed=$((failed + $3))
   if [ "$3" -gt 0 ]; then failures+=("$1"); fi
-  echo "$1: $2 passed, $3 failed"
+  echo "$1: $2 passed, $3 failed ($((SECONDS - step_started)) s)"
+}
+step_started=$SECONDS
+begin() { # begin NAME: the step's header; its time counts from here
+  echo "==> $1"
+  step_started=$SECONDS
 }
 check() { # check NAME CMD... : a step that is one check
   selected "$1" || return 0
-  echo "==> $1"
+  begin "$1"
   if "${@:2}" >"$LOGS/$1.log" 2>&1; then count "$1" 1 0; else tail -n 40 "$LOGS/$1.log"; count "$1" 0 1; fi
 }
 suite() { # suite NAME CMD... : a script that ends with "NAME: N passed, M failed"
   selected "$1" || return 0
-  echo "==> $1"
+  begin "$1"
   "${@:2}" >"$LOGS/$1.log" 2>&1
   local rc=$? line p f
   line=$(grep -E "^$1: [0-9]+ passed, [0-9]+ failed" "$LOGS/$1.log" | tail -1)
@@ -142,7 +147,7 @@ suite() { # suite NAME CMD... : a script that ends with "NAME: N passed, M faile
 }
 cargo_tests() { # cargo_tests NAME CMD... : cargo test runs; the sum of their "test result" lines
   selected "$1" || return 0
-  echo "==> $1"
+  begin "$1"
   "${@:2}" >"$LOGS/$1.log" 2>&1
   local rc=$? p f
   grep -E '^test result|FAILED|panicked' "$LOGS/$1.log"
@@ -156,7 +161,7 @@ cargo_tests() { # cargo_tests NAME CMD... : cargo test runs; the sum of their "t
 }
 pytest_tests() { # pytest_tests NAME CMD... : a pytest run; its summary line
   selected "$1" || return 0
-  echo "==> $1"
+  begin "$1"
   "${@:2}" >"$LOGS/$1.log" 2>&1
   local rc=$? summary p f
   tail -n 15 "$LOGS/$1.log"
