@@ -128,7 +128,7 @@ fn requests(c: &mut Criterion) {
         ("", BenchTools::new()),
         ("_53", BenchTools::with_extra_tools(50)),
     ] {
-        let ours = App::new(config(&[])).server({
+        let ours = App::new(config(&[])).server_per_request({
             let tools = tools.clone();
             move || tools.clone()
         });
@@ -298,7 +298,7 @@ fn auth(c: &mut Criterion) {
     // The whole request, auth off and on (the same token each time, as a client sends it):
     // the ratio is what auth adds to a request.
     let tools = BenchTools::new();
-    let off = App::new(config(&[])).server({
+    let off = App::new(config(&[])).server_per_request({
         let tools = tools.clone();
         move || tools.clone()
     });

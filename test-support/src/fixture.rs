@@ -95,7 +95,9 @@ pub fn config(vars: &[(&str, &str)]) -> Config {
 }
 
 pub fn service(vars: &[(&str, &str)]) -> McpService<Fixture> {
-    App::new(config(vars)).server_per_request(|| Fixture).service()
+    App::new(config(vars))
+        .server_per_request(|| Fixture)
+        .service()
 }
 
 pub struct Answer {

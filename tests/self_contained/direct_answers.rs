@@ -358,7 +358,9 @@ async fn every_method_answers_as_rmcp_answers() {
 #[tokio::test]
 async fn a_method_the_server_does_not_offer_answers_as_rmcp_answers() {
     // The fixture offers tools only: prompts/list is rmcp's -32601, 404.
-    let service = App::new(config(&[])).server_per_request(|| Fixture).service();
+    let service = App::new(config(&[]))
+        .server_per_request(|| Fixture)
+        .service();
     let request = modern(json!(1), "prompts/list", json!({}));
     let direct = post(&service, request.clone()).await;
     let rmcp = post(&service, through_rmcp(request)).await;

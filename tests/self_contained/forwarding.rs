@@ -727,7 +727,8 @@ fn app_server(vars: &[(&str, &str)]) -> mcp_lambda::Server<Recorder> {
 async fn every_request_reaches_the_handler_through_the_test_client_on_both_doors() {
     let recorder = Recorder::default();
     let handler = recorder.clone();
-    let server = App::new(support::fixture::config(&[])).server_per_request(move || handler.clone());
+    let server =
+        App::new(support::fixture::config(&[])).server_per_request(move || handler.clone());
     let client = TestClient::new(&server).with_capabilities(json!({"extensions": {TASKS: {}}}));
     for row in REQUESTS {
         for via_rmcp in [false, true] {
@@ -821,7 +822,8 @@ async fn local_server(
         runtime.block_on(async move {
             let vars: Vec<(&str, &str)> =
                 all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            let server = App::new(support::fixture::config(&vars)).server_per_request(move || handler.clone());
+            let server = App::new(support::fixture::config(&vars))
+                .server_per_request(move || handler.clone());
             tx.send(server.shutdown()).unwrap();
             server.run().await.unwrap();
         });

@@ -470,7 +470,9 @@ async fn one_caller_cannot_take_every_stream() {
         .open(config.handles(), handles)
         .await
         .unwrap();
-    let server = App::new(config).changes(&changes).server_per_request(|| Changing);
+    let server = App::new(config)
+        .changes(&changes)
+        .server_per_request(|| Changing);
     let as_user = |sub: &str| {
         TestClient::new(&server).with_token(key.sign(&issuer.claims(AUDIENCE, sub, "")))
     };
