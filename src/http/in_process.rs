@@ -2,9 +2,13 @@
 //! behind [`TestClient`](crate::testing::TestClient). (The list probe and task rounds skip HTTP:
 //! they call the handler's dispatch, `handler/dispatch.rs`.)
 
+#[cfg(feature = "test-util")]
 use bytes::Bytes;
+#[cfg(feature = "test-util")]
 use http::{Request, header};
+#[cfg(feature = "test-util")]
 use http_body::Body;
+#[cfg(feature = "test-util")]
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 
@@ -22,6 +26,7 @@ pub(crate) fn meta(capabilities: Value) -> Value {
 /// A well-formed 2026-07-28 `POST <path>` for `method`: the envelope around `params` (which
 /// carry their `_meta`), `Content-Type`, `Accept`, and the MCP headers, `Mcp-Name` from the
 /// params' `name` or `uri` as the spec requires.
+#[cfg(feature = "test-util")]
 pub(crate) fn request(
     path: &str,
     host: &str,
@@ -48,6 +53,7 @@ pub(crate) fn request(
 }
 
 /// The JSON-RPC messages of an answer, in order: the one JSON body, or each SSE event's data.
+#[cfg(feature = "test-util")]
 pub(crate) struct Messages<B> {
     body: B,
     sse: bool,
@@ -55,6 +61,7 @@ pub(crate) struct Messages<B> {
     done: bool,
 }
 
+#[cfg(feature = "test-util")]
 impl<B> Messages<B>
 where
     B: Body<Data = Bytes> + Unpin,

@@ -468,13 +468,15 @@ impl<H: ServerHandler> McpService<H> {
 }
 
 impl<H: ServerHandler> McpService<H> {
-    /// The MCP path.
+    /// The MCP path (`TestClient`'s requests go there).
+    #[cfg(feature = "test-util")]
     pub(crate) fn path(&self) -> &str {
         &self.front.settings.path
     }
 
     /// A `Host` the front's allow-list accepts, for requests made in process (`TestClient`
     /// sends them through the whole front).
+    #[cfg(feature = "test-util")]
     pub(crate) fn host_for_internal_requests(&self) -> String {
         self.front
             .settings

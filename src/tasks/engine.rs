@@ -123,7 +123,12 @@ pub struct Engine {
     runner: Arc<dyn ToolRunner>,
     /// Signs and checks round tokens.
     keys: super::round_token::RoundKeys,
-    /// The MCP path a worker invocation is sent to.
+    /// The MCP path a worker invocation is sent to (Lambda dispatch: features `dynamodb` and
+    /// `aws-secrets`).
+    #[cfg_attr(
+        not(all(feature = "dynamodb", feature = "aws-secrets")),
+        allow(dead_code)
+    )]
     path: String,
 }
 
