@@ -1,12 +1,8 @@
 //! The `HandleStore` contract: one suite every backend must pass.
 //!
-//! Each case is an `async fn(Arc<dyn HandleStore>)`. `contract_tests!` turns the whole list into
-//! one `#[tokio::test]` per case for a backend, so a DynamoDB store joins with one more
-//! invocation:
-//!
-//! ```ignore
-//! contract_tests!(dynamodb, || async { Some(store) });   // None: skip (see below)
-//! ```
+//! Each case is an `async fn(Arc<dyn HandleStore>)`. `on_both_handle_stores!` (`main.rs`, shared
+//! with `keyed.rs`) turns the whole list into one `#[tokio::test]` per case and store:
+//! `memory::case` and `dynamodb::case`; a new backend joins there.
 //!
 //! The DynamoDB run needs `MCP_TEST_DYNAMODB_ENDPOINT` (`scripts/dynamodb-tests.sh` starts
 //! DynamoDB Local on loopback and sets it). Without it the DynamoDB cases fail under CI and are
@@ -34,58 +30,30 @@ fn owner(name: &str) -> String {
     format!("{name}-{}", HandleId::random().unwrap())
 }
 
-macro_rules! contract_tests {
-    ($backend:ident, $make:expr) => {
-        mod $backend {
-            use super::*;
-
-            contract_tests!(@cases $make;
-                created_handle_reads_back_at_version_one,
-                update_with_the_read_version_bumps_it,
-                update_with_a_stale_version_is_a_conflict_naming_the_current_version,
-                touch_keeps_data_and_bumps_the_version_so_older_writes_cannot_land,
-                delete_removes_the_handle,
-                a_deleted_handle_is_not_found_for_every_operation_like_a_missing_one,
-                delete_with_a_stale_version_is_a_conflict_and_keeps_the_handle,
-                expired_handle_is_not_found_for_every_operation,
-                touch_keeps_a_handle_alive_past_its_first_expiry,
-                another_owner_gets_exactly_what_a_missing_handle_gets,
-                unknown_id_is_not_found,
-                oversized_data_is_invalid_and_stores_nothing,
-                zero_ttl_and_empty_owner_are_invalid,
-                fifty_concurrent_increments_with_retry_lose_nothing,
-                typed_modify_under_contention_loses_nothing,
-                typed_request_key_applies_once_and_refuses_reuse,
-                typed_take_removes_exactly_what_it_read_and_checks_first,
-                typed_handles_are_bound_to_the_caller_and_their_kind,
-                list_pages_through_every_live_handle_newest_first_once,
-                list_never_shows_expired_handles,
-                list_refuses_an_empty_owner_and_a_page_size_out_of_bounds,
-                typed_list_cursors_continue_only_their_own_list,
-            );
-        }
-    };
-    (@cases $make:expr; $($case:ident),* $(,)?) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn $case() {
-                let make = $make;
-                let store: Option<Arc<dyn HandleStore>> = make().await;
-                if let Some(store) = store {
-                    super::$case(store).await;
-                }
-            }
-        )*
-    };
-}
-
-contract_tests!(memory, || async { Some(handles::memory()) });
-
-contract_tests!(dynamodb, || async {
-    let endpoint = support::dynamodb::endpoint("the DynamoDB handle-store contract")?;
-    let store: Arc<dyn HandleStore> = Arc::new(support::dynamodb::store(&endpoint).await);
-    Some(store)
-});
+on_both_handle_stores!("the DynamoDB handle-store contract";
+    created_handle_reads_back_at_version_one,
+    update_with_the_read_version_bumps_it,
+    update_with_a_stale_version_is_a_conflict_naming_the_current_version,
+    touch_keeps_data_and_bumps_the_version_so_older_writes_cannot_land,
+    delete_removes_the_handle,
+    a_deleted_handle_is_not_found_for_every_operation_like_a_missing_one,
+    delete_with_a_stale_version_is_a_conflict_and_keeps_the_handle,
+    expired_handle_is_not_found_for_every_operation,
+    touch_keeps_a_handle_alive_past_its_first_expiry,
+    another_owner_gets_exactly_what_a_missing_handle_gets,
+    unknown_id_is_not_found,
+    oversized_data_is_invalid_and_stores_nothing,
+    zero_ttl_and_empty_owner_are_invalid,
+    fifty_concurrent_increments_with_retry_lose_nothing,
+    typed_modify_under_contention_loses_nothing,
+    typed_request_key_applies_once_and_refuses_reuse,
+    typed_take_removes_exactly_what_it_read_and_checks_first,
+    typed_handles_are_bound_to_the_caller_and_their_kind,
+    list_pages_through_every_live_handle_newest_first_once,
+    list_never_shows_expired_handles,
+    list_refuses_an_empty_owner_and_a_page_size_out_of_bounds,
+    typed_list_cursors_continue_only_their_own_list,
+);
 
 async fn created_handle_reads_back_at_version_one(store: Arc<dyn HandleStore>) {
     let alice = owner("alice");

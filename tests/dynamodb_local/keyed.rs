@@ -52,44 +52,16 @@ async fn list_all(handles: &Handles<u64>, caller: &Caller) -> Vec<handles::Store
     }
 }
 
-macro_rules! keyed_tests {
-    ($backend:ident, $make:expr) => {
-        mod $backend {
-            use super::*;
-
-            keyed_tests!(@cases $make;
-                a_keyed_handle_is_created_at_first_use_and_only_then,
-                a_deleted_keyed_handle_starts_again_from_the_default,
-                an_expired_keyed_handle_starts_again_from_the_default,
-                keyed_handles_are_listed_with_the_callers_other_handles,
-                another_callers_same_key_is_another_handle_out_of_reach,
-                another_kind_or_key_is_another_handle,
-                a_bad_key_is_invalid_key_and_touches_nothing,
-                ten_concurrent_first_uses_end_with_one_handle_holding_ten,
-            );
-        }
-    };
-    (@cases $make:expr; $($case:ident),* $(,)?) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn $case() {
-                let make = $make;
-                let store: Option<Arc<dyn HandleStore>> = make().await;
-                if let Some(store) = store {
-                    super::$case(store).await;
-                }
-            }
-        )*
-    };
-}
-
-keyed_tests!(memory, || async { Some(handles::memory()) });
-
-keyed_tests!(dynamodb, || async {
-    let endpoint = support::dynamodb::endpoint("the keyed-handle contract on DynamoDB")?;
-    let store: Arc<dyn HandleStore> = Arc::new(support::dynamodb::store(&endpoint).await);
-    Some(store)
-});
+on_both_handle_stores!("the keyed-handle contract on DynamoDB";
+    a_keyed_handle_is_created_at_first_use_and_only_then,
+    a_deleted_keyed_handle_starts_again_from_the_default,
+    an_expired_keyed_handle_starts_again_from_the_default,
+    keyed_handles_are_listed_with_the_callers_other_handles,
+    another_callers_same_key_is_another_handle_out_of_reach,
+    another_kind_or_key_is_another_handle,
+    a_bad_key_is_invalid_key_and_touches_nothing,
+    ten_concurrent_first_uses_end_with_one_handle_holding_ten,
+);
 
 async fn a_keyed_handle_is_created_at_first_use_and_only_then(store: Arc<dyn HandleStore>) {
     let counters = counters(store);

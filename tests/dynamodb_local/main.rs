@@ -19,6 +19,37 @@
 //! own. All modules share one process: no `std::env::set_var`, no process-wide state a neighbour
 //! could see, owners and ports unique per test (`support::basket::free_port`, port 0).
 
+/// Runs each `case(store: Arc<dyn HandleStore>)` of the calling module on both handle stores,
+/// as `memory::case` and `dynamodb::case` (the second returns at once without DynamoDB Local,
+/// saying so in `$what`'s name): the store contracts of `handles.rs` and `keyed.rs`.
+macro_rules! on_both_handle_stores {
+    ($what:literal; $($case:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $case() {
+                    super::$case(mcp_lambda::handles::memory()).await;
+                }
+            )*
+        }
+
+        mod dynamodb {
+            use mcp_lambda_test_support as support;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $case() {
+                    let Some(endpoint) = support::dynamodb::endpoint($what) else {
+                        return;
+                    };
+                    let store: std::sync::Arc<dyn mcp_lambda::handles::HandleStore> =
+                        std::sync::Arc::new(support::dynamodb::store(&endpoint).await);
+                    super::$case(store).await;
+                }
+            )*
+        }
+    };
+}
+
 mod dynamodb;
 mod fault_proxy;
 mod handles;
