@@ -32,7 +32,7 @@ failed=0
 for store in ${LOAD_STORES:-memory dynamodb}; do
   echo "==> load on the $store store: $LOAD_ROUNDS x $LOAD_REQUESTS requests, $LOAD_CONCURRENCY concurrent"
   log="$MCP_WORK/load-$store.log"
-  cmd=(cargo test "${profile[@]}" --locked --test dynamodb_local -- --ignored --exact load::mixed_load_loses_nothing_and_memory_stays_flat --nocapture)
+  cmd=(cargo test "${profile[@]}" --locked --workspace --test dynamodb_local -- --ignored --exact load::mixed_load_loses_nothing_and_memory_stays_flat --nocapture)
   if [ "$store" = dynamodb ]; then
     LOAD_STORE=dynamodb scripts/dynamodb-tests.sh -- "${cmd[@]}" >"$log" 2>&1
   else

@@ -159,6 +159,20 @@ cargo_tests() { # cargo_tests NAME CMD... : cargo test runs; the sum of their "t
   fi
   count "$1" "$p" "$f"
 }
+criterion_tests() { # criterion_tests NAME CMD... : criterion benches in test mode; each bench's "Success"
+  selected "$1" || return 0
+  begin "$1"
+  "${@:2}" >"$LOGS/$1.log" 2>&1
+  local rc=$? p t
+  p=$(grep -c '^Success$' "$LOGS/$1.log")
+  t=$(grep -c '^Testing ' "$LOGS/$1.log")
+  # Each bench prints "Testing NAME" then "Success" once it ran; a panic, a build error or no
+  # bench at all is a failure of its own.
+  if [ "$rc" -ne 0 ] || [ "$t" -eq 0 ] || [ "$p" -ne "$t" ]; then
+    tail -n 40 "$LOGS/$1.log"; count "$1" "$p" $((t - p > 0 ? t - p : 1)); return
+  fi
+  count "$1" "$p" 0
+}
 pytest_tests() { # pytest_tests NAME CMD... : a pytest run; its summary line
   selected "$1" || return 0
   begin "$1"
@@ -190,10 +204,14 @@ for p in json.load(sys.stdin)["packages"]:
         if "test" in t["kind"] and t["name"] != "dynamodb_local":
             print("--test", t["name"])'
 }
+# One selection of targets for the steps that build the library's test binary, so they share one
+# build of it (another selection unifies other features and builds rustls and above again).
 test_targets=()
-selected cargo-test && read -r -a test_targets <<<"$(cargo_test_targets | tr '\n' ' ')"
-cargo_tests cargo-test cargo test --locked --workspace --lib --bins --examples "${test_targets[@]}" \
-  -- --skip oauth::dynamodb::tests::
+if selected cargo-test || selected dynamodb; then
+  read -r -a test_targets <<<"$(cargo_test_targets | tr '\n' ' ')"
+fi
+workspace_tests=(--workspace --lib --bins --examples "${test_targets[@]}")
+cargo_tests cargo-test cargo test --locked "${workspace_tests[@]}" -- --skip oauth::dynamodb::tests::
 cargo_tests cargo-doctest cargo test --locked --workspace --doc
 # The crate docs, broken intra-doc links denied; the library without the AWS features
 # (in-memory handles, auth) builds and its own tests pass (the feature-gated errors).
@@ -208,7 +226,7 @@ check publish-dry-run cargo publish --dry-run --allow-dirty --locked -p mcp-lamb
 # --- The tests needing DynamoDB Local (tests/dynamodb_local/ and the library's OAuth store on
 #     DynamoDB), with DynamoDB Local on loopback: started, used, stopped
 cargo_tests dynamodb scripts/dynamodb-tests.sh -- bash -c 'cargo test --locked --workspace --test dynamodb_local \
-  && cargo test --locked --workspace --lib -- oauth::dynamodb::tests::'
+  && cargo test --locked '"${workspace_tests[*]}"' -- oauth::dynamodb::tests::'
 
 # --- An independent client: Python mcp 2.3.0 -------------------------------
 python_client() {
@@ -253,7 +271,7 @@ suite lambda scripts/lambda-tests.sh
 suite starter scripts/starter-tests.sh
 
 # --- The criterion benches (benches/in_process.rs, benches/handles.rs) run once each as tests
-cargo_tests criterion-smoke cargo test --locked --workspace --benches
+criterion_tests criterion-smoke cargo test --locked --workspace --benches
 # --- The benchmark harness, smoke mode (every server answers, numbers come out)
 suite bench-smoke benches/side-by-side.sh --smoke
 # --- The instruction-count driver of BENCHMARKS.md's "CPU per request", each kind once (it
