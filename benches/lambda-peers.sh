@@ -47,9 +47,11 @@ fi
 # mcp-lambda's function and the driver, in the main workspace: built with its release profile,
 # as benches/lambda-runtime.sh builds the basket.
 echo "==> cargo build ($PROFILE): bench_lambda_peer, bench_lambda_peers"
-flags=()
-[ "$PROFILE" = release ] && flags=(--release)
-if cargo build --locked "${flags[@]}" -p mcp-lambda-benches --example bench_lambda_peer --example bench_lambda_peers \
+# Debug (smoke): the workspace's features, as the cargo test steps built them; release: the
+# benches' package alone, as measured.
+flags=(--workspace)
+[ "$PROFILE" = release ] && flags=(--release -p mcp-lambda-benches)
+if cargo build --locked "${flags[@]}" --example bench_lambda_peer --example bench_lambda_peers \
   >"$OUT/build.log" 2>&1; then
   pass "build mcp-lambda's function and the driver"
 else

@@ -73,9 +73,11 @@ setup() {
     printf '%s\n' "${missing[@]}" >>"$VENV/.bench-pkgs"
   fi
   echo "==> cargo build ($PROFILE): bench_server bench_rmcp bench_hyper bench_harness"
-  local flags=()
-  [ "$PROFILE" != debug ] && flags=(--profile "$PROFILE")
-  cargo build --locked "${flags[@]}" -p mcp-lambda-benches --example bench_server --example bench_rmcp \
+  # A debug (smoke) build selects the whole workspace, whose features the cargo test steps have
+  # built already; an optimized one the benches' package alone, as measured.
+  local flags=(--workspace)
+  [ "$PROFILE" != debug ] && flags=(--profile "$PROFILE" -p mcp-lambda-benches)
+  cargo build --locked "${flags[@]}" --example bench_server --example bench_rmcp \
     --example bench_hyper --example bench_harness >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; return 1; }
   if [ "$MODE" = full ] && [ "$PROFILE" = release ] && [ -z "${BENCH_BEFORE:-}" ]; then
     echo "==> cargo build --release --bin basket (the Lambda binary, for its size)"

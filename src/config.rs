@@ -49,54 +49,40 @@ use crate::{
 /// Everything the server needs to know, read once at start-up.
 ///
 /// Read from the environment by [`load`](Self::load) (or [`App::load`](crate::App::load));
-/// a server reads what it needs through the accessors. The fields are the house's own
-/// (hidden: they change with the settings they hold).
+/// a server reads what it needs through the accessors. Its fields are private: they change
+/// with the settings they hold.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Config {
     /// Lambda or local.
-    #[doc(hidden)]
-    pub mode: Mode,
+    pub(crate) mode: Mode,
     /// The HTTP front.
-    #[doc(hidden)]
-    pub http: HttpSettings,
+    pub(crate) http: HttpSettings,
     /// The local server (not used on Lambda).
-    #[doc(hidden)]
-    pub local: LocalSettings,
+    pub(crate) local: LocalSettings,
     /// The Lambda adapter (not used locally).
-    #[doc(hidden)]
-    pub lambda: LambdaSettings,
+    pub(crate) lambda: LambdaSettings,
     /// List paging.
-    #[doc(hidden)]
-    pub lists: ListSettings,
+    pub(crate) lists: ListSettings,
     /// Cache hints per method.
-    #[doc(hidden)]
-    pub cache: CacheHints,
+    pub(crate) cache: CacheHints,
     /// Keys for `requestState` and cursors.
-    #[doc(hidden)]
-    pub request_state_keys: RequestStateKeys,
+    pub(crate) request_state_keys: RequestStateKeys,
     /// The handle store.
-    #[doc(hidden)]
-    pub handles: HandleSettings,
+    pub(crate) handles: HandleSettings,
     /// `subscriptions/listen` streams and the change feed.
-    #[doc(hidden)]
-    pub listen: ListenSettings,
+    pub(crate) listen: ListenSettings,
     /// Durable tasks.
-    #[doc(hidden)]
-    pub tasks: TaskSettings,
+    pub(crate) tasks: TaskSettings,
     /// OAuth resource-server settings (`MCP_AUTH_*`); `None` = auth off.
-    #[doc(hidden)]
-    pub auth: Option<AuthSettings>,
+    pub(crate) auth: Option<AuthSettings>,
     /// The built-in authorization server (`MCP_OAUTH_*`); `None` = off. When on, `auth` trusts
     /// its tokens.
-    #[doc(hidden)]
-    pub oauth: Option<OAuthSettings>,
+    pub(crate) oauth: Option<OAuthSettings>,
     /// Logs.
-    #[doc(hidden)]
-    pub log: LogSettings,
+    pub(crate) log: LogSettings,
     /// Per-request metrics (EMF).
-    #[doc(hidden)]
-    pub metrics: MetricsSettings,
+    pub(crate) metrics: MetricsSettings,
     /// The `MCP_` variables of the process environment no concept reads (a misspelt name is
     /// otherwise silently ignored), each with the known name it is closest to; the app warns
     /// of each once its log is up.

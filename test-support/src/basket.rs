@@ -31,8 +31,7 @@ pub fn binary() -> &'static Path {
         // `<target dir>/<profile>/deps/<this test>`: the basket goes to `<target dir>/<profile>`.
         let exe = std::env::current_exe().expect("the test's own path");
         let profile = exe.parent().and_then(Path::parent).expect("a target dir");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
+        let mut build = crate::cargo();
         build
             .args([
                 "build",
@@ -44,8 +43,7 @@ pub fn binary() -> &'static Path {
                 "hello",
             ])
             .arg("--target-dir")
-            .arg(profile.parent().expect("a target dir"))
-            .current_dir(crate::package_dir());
+            .arg(profile.parent().expect("a target dir"));
         if !cfg!(debug_assertions) {
             build.arg("--release");
         }

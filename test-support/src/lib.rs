@@ -46,3 +46,36 @@ pub fn package_dir() -> PathBuf {
         .or_else(|| std::env::current_dir().ok())
         .expect("CARGO_MANIFEST_DIR or a current directory")
 }
+
+/// A `cargo` command for a build a test needs (another package's binary, an example), run in
+/// [`package_dir`], without the variables cargo sets for the test process itself.
+///
+/// Why: a build script that reads `CARGO_MANIFEST_DIR` (ring's, through `cc`) is rerun when the
+/// variable's value changes, and a nested build inheriting the test's `CARGO_MANIFEST_DIR`
+/// would see it change; ring and all above it (rustls, the AWS SDK's HTTP client, the library)
+/// would then be rebuilt there, and once more by the next plain `cargo test`.
+pub fn cargo() -> std::process::Command {
+    let program = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = std::process::Command::new(program);
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        let set_for_the_test = name.starts_with("CARGO_PKG_")
+            || name.starts_with("CARGO_BIN_EXE_")
+            || matches!(
+                name,
+                "CARGO_MANIFEST_DIR"
+                    | "CARGO_MANIFEST_PATH"
+                    | "CARGO_MANIFEST_LINKS"
+                    | "CARGO_CRATE_NAME"
+                    | "CARGO_BIN_NAME"
+                    | "CARGO_PRIMARY_PACKAGE"
+                    | "CARGO_TARGET_TMPDIR"
+                    | "OUT_DIR"
+            );
+        if set_for_the_test {
+            command.env_remove(name);
+        }
+    }
+    command.current_dir(package_dir());
+    command
+}

@@ -42,11 +42,8 @@ fn basket() -> PathBuf {
 /// a second build of the library competing with the running tests for the CPU.
 fn progress_example() -> PathBuf {
     let dir = support::basket::binary().parent().unwrap().join("examples");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut build = Command::new(cargo);
-    build
-        .args(["build", "--workspace", "--example", "progress"])
-        .current_dir(support::package_dir());
+    let mut build = support::cargo();
+    build.args(["build", "--workspace", "--example", "progress"]);
     if !cfg!(debug_assertions) {
         build.arg("--release");
     }
