@@ -12,7 +12,8 @@
 #                  table commands, load, fuzzing, nginx
 #       clients    independent clients and servers: Python, Node, OAuth, Cognito, conformance
 #       deploy     cfn-lint/SAM/cargo-lambda, the starter out of tree
-#       bench      every benchmark in smoke mode (numbers come out, answers checked)
+#       bench      every benchmark in smoke mode (numbers come out, answers checked; the Rust
+#                  peers' side of the peers benchmark only with benches/lambda-peers.sh --smoke)
 #   scripts/test.sh --only NAME      one step (repeat for several); e.g. --only oauth
 #   scripts/test.sh --list           the steps, each with its tier
 #
@@ -80,6 +81,10 @@ export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
 # Incremental compilation pays off when one edits and rebuilds, not on a run of every test: off here,
 # it builds faster cold and keeps gigabytes of session caches out of the target directory.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+# Three test threads on two cores: most slow tests wait (on timeouts, polls, a second process),
+# and the DynamoDB Local tests took 98 s instead of 151 with three, 77 with four; with six a
+# delivery-latency assertion failed.
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-3}"
 # No usage data from the SAM CLI in a test run (lambda, starter).
 export SAM_CLI_TELEMETRY=0
 mkdir -p "$MCP_WORK" "$CARGO_TARGET_DIR"
@@ -289,10 +294,12 @@ check instructions-smoke instructions_smoke
 # --- The Lambda runtime-path benchmark, smoke mode (the basket and a lambda_http hello under
 #     loopback Runtime APIs, DynamoDB Local; numbers come out)
 suite lambda-runtime-smoke benches/lambda-runtime.sh --smoke
-# --- The peers benchmark, smoke mode (mcp-lambda, pmcp and turul-mcp-aws-lambda built from
-#     crates.io in debug, each under a loopback Runtime API; every answer checked): about 4
-#     minutes cold, the peers' own builds (benches/peers/, a workspace of its own)
-suite lambda-peers-smoke benches/lambda-peers.sh --smoke
+# --- The peers benchmark, smoke mode, mcp-lambda's side (its function and the driver under a
+#     loopback Runtime API; every answer checked). The peers themselves (pmcp and
+#     turul-mcp-aws-lambda, benches/peers/, a workspace of its own) are built and checked by
+#     `benches/lambda-peers.sh --smoke` and by every full run: their debug builds alone took
+#     234 s of a 52-minute cold run, for code this repository does not change.
+suite lambda-peers-smoke env BENCH_SERVERS=mcp-lambda benches/lambda-peers.sh --smoke
 # --- The listener benchmark, smoke mode (1, 10, 100 streams on one process; DynamoDB Local
 #     behind a request-counting proxy: requests per poll and delivery within two polls)
 suite listeners-smoke benches/listeners.sh --smoke

@@ -11,7 +11,6 @@ use std::{
     convert::Infallible,
     net::SocketAddr,
     path::PathBuf,
-    process::Command,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
