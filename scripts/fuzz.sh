@@ -14,14 +14,14 @@
 #
 # Toolchain: the stable one. The target is built exactly as `cargo fuzz build` builds it
 # (same RUSTFLAGS, so the two share artifacts), without needing cargo-fuzz installed;
-# AddressSanitizer is a nightly-only flag, which RUSTC_BOOTSTRAP=1 lets stable rustc take.
+# AddressSanitizer is a nightly-only flag, which RUSTC_BOOTSTRAP=1 lets stable rustc take (long
+# run only).
 # With cargo-fuzz (cargo install cargo-fuzz --locked): cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run request
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
 export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
-export RUSTC_BOOTSTRAP=1
 work="$MCP_WORK/fuzz"
 corpus="$work/corpus/request"
 events_seeds="$work/seeds-events"
@@ -93,6 +93,10 @@ else
   flags+=" -Ccodegen-units=1"
   # Its own target dir: other RUSTFLAGS would rebuild the smoke build's artifacts in place.
   sanitizer=address; flags+=" -Zsanitizer=address"; target_dir="$CARGO_TARGET_DIR/fuzz-asan"
+  # -Z on stable rustc. Only here: proc-macro2's build script reruns when RUSTC_BOOTSTRAP
+  # changes, and the smoke build shares its build scripts and proc macros with every other
+  # build in CARGO_TARGET_DIR (set there, the next plain build rebuilt nearly everything).
+  export RUSTC_BOOTSTRAP=1
 fi
 echo "==> building the fuzz target (sanitizer: $sanitizer)"
 # The library's own lock file pins every shared dependency; cargo adds libfuzzer-sys to it.

@@ -54,6 +54,10 @@ mkdir -p "$CRATE/src"
 {
   printf '[package]\nname = "notes-quickstart"\nversion = "0.1.0"\nedition = "2024"\n\n'
   printf '%s\n' "$manifest"
+  # `-D warnings` for the crate, as a user's CI builds it: through its lints table, not
+  # RUSTFLAGS, which would rebuild every dependency. mcp-lambda's own warnings, a path
+  # dependency's (so not capped), fail the check on the build's output below.
+  printf '\n[lints.rust]\nwarnings = "deny"\n'
 } >"$CRATE/Cargo.toml"
 printf '%s\n\n%s\n' "$main" "$tests" >"$CRATE/src/main.rs"
 source scripts/tools.sh
@@ -64,7 +68,7 @@ if (cd "$CRATE" && cargo test 2>&1) >"$CRATE.test.log"; then
 else
   tail -n 60 "$CRATE.test.log"; fail "the quick start builds and its test passes"
 fi
-if grep -E '^warning' "$CRATE.test.log"; then fail "the quick start builds without a warning"; else ok "the quick start builds without a warning"; fi
+if grep -E '^warning' "$CRATE.test.log"; then fail "the quick start builds with -D warnings and no warning"; else ok "the quick start builds with -D warnings and no warning"; fi
 grep -E '^test result' "$CRATE.test.log"
 rm -f "$CRATE.test.log"
 

@@ -53,7 +53,7 @@ check profiles-are-mcp-lambdas python3 - <<'PY'
 import tomllib
 ours = tomllib.load(open("Cargo.toml", "rb"))["profile"]
 theirs = tomllib.load(open("starter/Cargo.toml", "rb"))["profile"]
-for name in ("release", "quick"):
+for name in ("release", "quick", "dev"):
     assert theirs.get(name) == ours.get(name), (name, theirs.get(name), ours.get(name))
 assert theirs["quick"]["inherits"] == "release" and theirs["quick"]["lto"] == "thin", theirs["quick"]
 PY

@@ -81,10 +81,6 @@ export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
 # Incremental compilation pays off when one edits and rebuilds, not on a run of every test: off here,
 # it builds faster cold and keeps gigabytes of session caches out of the target directory.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
-# Three test threads on two cores: most slow tests wait (on timeouts, polls, a second process),
-# and the DynamoDB Local tests took 98 s instead of 151 with three, 77 with four; with six a
-# delivery-latency assertion failed.
-export RUST_TEST_THREADS="${RUST_TEST_THREADS:-3}"
 # No usage data from the SAM CLI in a test run (lambda, starter).
 export SAM_CLI_TELEMETRY=0
 mkdir -p "$MCP_WORK" "$CARGO_TARGET_DIR"

@@ -123,6 +123,10 @@ point_at_checkout() {
   [ "${2:-}" = git ] && target="git = \"file://$repo\""
   sed -i "s|^mcp-lambda = { git = \"https://github.com/mcp-lambda/mcp-lambda\"|mcp-lambda = { $target|" "$1/Cargo.toml"
   printf '\n[workspace]\n' >>"$1/Cargo.toml"
+  # The dependencies' debug info as this repository builds them (and the starter): the same
+  # builds of them as the packaged crate's in publish-dry-run, instead of a fourth set.
+  grep -q '^\[profile.dev.package."\*"\]' "$1/Cargo.toml" \
+    || printf '\n[profile.dev.package."*"]\ndebug = "line-tables-only"\n' >>"$1/Cargo.toml"
   cp Cargo.lock "$1/Cargo.lock"
 }
 

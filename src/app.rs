@@ -637,9 +637,10 @@ impl<H> Server<H> {
             );
         }
         self.config.warn_of_unknown_variables();
-        self.config
-            .handles
-            .warn_if_per_instance(self.config.local.bind);
+        self.config.handles.warn_if_per_instance(
+            self.config.local.bind,
+            self.config.http.name_beyond_loopback(),
+        );
     }
 }
 

@@ -49,40 +49,54 @@ use crate::{
 /// Everything the server needs to know, read once at start-up.
 ///
 /// Read from the environment by [`load`](Self::load) (or [`App::load`](crate::App::load));
-/// a server reads what it needs through the accessors. Its fields are private: they change
-/// with the settings they hold.
+/// a server reads what it needs through the accessors. The fields are the house's own
+/// (hidden: they change with the settings they hold).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Config {
     /// Lambda or local.
-    pub(crate) mode: Mode,
+    #[doc(hidden)]
+    pub mode: Mode,
     /// The HTTP front.
-    pub(crate) http: HttpSettings,
+    #[doc(hidden)]
+    pub http: HttpSettings,
     /// The local server (not used on Lambda).
-    pub(crate) local: LocalSettings,
+    #[doc(hidden)]
+    pub local: LocalSettings,
     /// The Lambda adapter (not used locally).
-    pub(crate) lambda: LambdaSettings,
+    #[doc(hidden)]
+    pub lambda: LambdaSettings,
     /// List paging.
-    pub(crate) lists: ListSettings,
+    #[doc(hidden)]
+    pub lists: ListSettings,
     /// Cache hints per method.
-    pub(crate) cache: CacheHints,
+    #[doc(hidden)]
+    pub cache: CacheHints,
     /// Keys for `requestState` and cursors.
-    pub(crate) request_state_keys: RequestStateKeys,
+    #[doc(hidden)]
+    pub request_state_keys: RequestStateKeys,
     /// The handle store.
-    pub(crate) handles: HandleSettings,
+    #[doc(hidden)]
+    pub handles: HandleSettings,
     /// `subscriptions/listen` streams and the change feed.
-    pub(crate) listen: ListenSettings,
+    #[doc(hidden)]
+    pub listen: ListenSettings,
     /// Durable tasks.
-    pub(crate) tasks: TaskSettings,
+    #[doc(hidden)]
+    pub tasks: TaskSettings,
     /// OAuth resource-server settings (`MCP_AUTH_*`); `None` = auth off.
-    pub(crate) auth: Option<AuthSettings>,
+    #[doc(hidden)]
+    pub auth: Option<AuthSettings>,
     /// The built-in authorization server (`MCP_OAUTH_*`); `None` = off. When on, `auth` trusts
     /// its tokens.
-    pub(crate) oauth: Option<OAuthSettings>,
+    #[doc(hidden)]
+    pub oauth: Option<OAuthSettings>,
     /// Logs.
-    pub(crate) log: LogSettings,
+    #[doc(hidden)]
+    pub log: LogSettings,
     /// Per-request metrics (EMF).
-    pub(crate) metrics: MetricsSettings,
+    #[doc(hidden)]
+    pub metrics: MetricsSettings,
     /// The `MCP_` variables of the process environment no concept reads (a misspelt name is
     /// otherwise silently ignored), each with the known name it is closest to; the app warns
     /// of each once its log is up.

@@ -42,6 +42,19 @@ pub struct HandleSettings {
     on_lambda: bool,
 }
 
+/// Whether handles kept in memory can be missed by a caller ([`HandleSettings::memory_reach`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MemoryReach {
+    /// A table: every process sees every handle.
+    Shared,
+    /// On Lambda, without a table.
+    LambdaInstance,
+    /// Locally, where a proxy may spread callers over several processes.
+    ReachableFromElsewhere,
+    /// Locally, on loopback, for this machine's names only.
+    OneLocalProcess,
+}
+
 impl HandleSettings {
     /// Reads `MCP_HANDLE_TTL_SECS`, `MCP_HANDLES_TABLE` and, for DynamoDB, the AWS timeouts.
     pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
@@ -98,31 +111,50 @@ impl HandleSettings {
 
     /// Says, once at start-up, when handles live in this process's memory: a warning on Lambda,
     /// where other instances (and this one after a restart) will not find them, and locally
-    /// when bound beyond loopback (`local_bind`), where a proxy may spread callers over several
-    /// processes; a note otherwise.
-    pub(crate) fn warn_if_per_instance(&self, local_bind: std::net::SocketAddr) {
-        if self.table.is_some() {
-            return;
-        }
-        if self.on_lambda {
-            tracing::warn!(
+    /// when callers may be spread over several processes; a note otherwise.
+    pub(crate) fn warn_if_per_instance(
+        &self,
+        local_bind: std::net::SocketAddr,
+        name_beyond_loopback: Option<&str>,
+    ) {
+        match self.memory_reach(local_bind, name_beyond_loopback) {
+            MemoryReach::Shared => {}
+            MemoryReach::LambdaInstance => tracing::warn!(
                 "MCP_HANDLES_TABLE is not set: handles live in this instance's memory, so \
                  other instances (and this one after a restart) will not find them"
-            );
-        } else if !local_bind.ip().is_loopback() {
-            // Reachable from elsewhere: a server others use, often one of several behind a
-            // proxy, where each process would keep handles of its own.
-            tracing::warn!(
+            ),
+            MemoryReach::ReachableFromElsewhere => tracing::warn!(
                 bind = %local_bind,
+                served_name = name_beyond_loopback.unwrap_or("-"),
                 "MCP_HANDLES_TABLE is not set: handles live in this process's memory, so a \
                  second process behind the same proxy (and this one after a restart) will not \
                  find them; set MCP_HANDLES_TABLE wherever more than one process serves"
-            );
-        } else {
-            tracing::info!(
+            ),
+            MemoryReach::OneLocalProcess => tracing::info!(
                 "handles live in this process's memory (MCP_HANDLES_TABLE is not set): one \
                  process, kept until it stops; set MCP_HANDLES_TABLE to run more than one"
-            );
+            ),
+        }
+    }
+
+    /// Who may miss a handle this process keeps in memory. Locally, callers may be spread over
+    /// several processes when the server listens beyond loopback, or when it listens on
+    /// loopback but accepts a host name that is not this machine's (`MCP_ALLOWED_HOSTS`): a
+    /// reverse proxy on the same machine passes those requests on, often to more than one
+    /// process (docs/vps.md).
+    fn memory_reach(
+        &self,
+        local_bind: std::net::SocketAddr,
+        name_beyond_loopback: Option<&str>,
+    ) -> MemoryReach {
+        if self.table.is_some() {
+            MemoryReach::Shared
+        } else if self.on_lambda {
+            MemoryReach::LambdaInstance
+        } else if !local_bind.ip().is_loopback() || name_beyond_loopback.is_some() {
+            MemoryReach::ReachableFromElsewhere
+        } else {
+            MemoryReach::OneLocalProcess
         }
     }
 
@@ -236,6 +268,34 @@ mod tests {
         let err = settings(&[("MCP_HANDLES_TABLE", "mcp-handles")]).unwrap_err();
         assert_eq!(err.variable, "MCP_HANDLES_TABLE");
         assert!(err.to_string().contains("`dynamodb` feature"), "{err}");
+    }
+
+    #[test]
+    fn memory_handles_warn_where_a_second_process_may_serve() {
+        let loopback: std::net::SocketAddr = "127.0.0.1:3000".parse().unwrap();
+        let everywhere: std::net::SocketAddr = "0.0.0.0:3000".parse().unwrap();
+        let local = settings(&[]).unwrap();
+        assert_eq!(
+            local.memory_reach(loopback, None),
+            MemoryReach::OneLocalProcess
+        );
+        assert_eq!(
+            local.memory_reach(loopback, Some("mcp.example.com")),
+            MemoryReach::ReachableFromElsewhere,
+            "on loopback behind a proxy for a public name"
+        );
+        assert_eq!(
+            local.memory_reach(everywhere, None),
+            MemoryReach::ReachableFromElsewhere
+        );
+        let lambda = HandleSettings {
+            on_lambda: true,
+            ..local.clone()
+        };
+        assert_eq!(
+            lambda.memory_reach(loopback, None),
+            MemoryReach::LambdaInstance
+        );
     }
 
     #[test]

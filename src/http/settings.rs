@@ -150,6 +150,19 @@ impl HttpSettings {
         })
     }
 
+    /// A host name the front accepts that is not this machine's own (`*` when any is):
+    /// requests for it come through a proxy or from elsewhere, though the server may listen on
+    /// loopback.
+    pub(crate) fn name_beyond_loopback(&self) -> Option<&str> {
+        if self.allowed_hosts.is_empty() {
+            return Some("*");
+        }
+        self.allowed_hosts
+            .iter()
+            .map(String::as_str)
+            .find(|entry| !names_this_machine(entry))
+    }
+
     /// rmcp's transport configuration: JSON answers, our body cap and keep-alives, and its
     /// `Host` and `Origin` allow-lists off: the front's *host* step (`host.rs`) has judged both
     /// before any request reaches rmcp, by the same rules, and is the one judge CORS and the
@@ -166,5 +179,58 @@ impl HttpSettings {
             config = config.with_sse_retry(None);
         }
         config.disable_allowed_hosts().disable_allowed_origins()
+    }
+}
+
+/// Whether an `MCP_ALLOWED_HOSTS` entry (`host` or `host:port`) names this machine: `localhost`,
+/// a loopback address.
+fn names_this_machine(entry: &str) -> bool {
+    let host = match entry.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or(bracketed),
+        None if entry.matches(':').count() == 1 => entry.split(':').next().unwrap_or(entry),
+        None => entry,
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(hosts: Option<&'static str>) -> HttpSettings {
+        let lookup = |name: &str| {
+            (name == "MCP_ALLOWED_HOSTS")
+                .then(|| hosts.map(String::from))
+                .flatten()
+        };
+        HttpSettings::from_env(&Env::new(&lookup)).unwrap()
+    }
+
+    #[test]
+    fn a_host_name_beyond_loopback_is_found_in_the_allowed_hosts() {
+        assert_eq!(
+            settings(None).name_beyond_loopback(),
+            None,
+            "the default: loopback names"
+        );
+        for own in [
+            "localhost:3000,127.0.0.1",
+            "[::1]:3001,::1",
+            "LOCALHOST,127.0.0.2:80",
+        ] {
+            assert_eq!(settings(Some(own)).name_beyond_loopback(), None, "{own}");
+        }
+        assert_eq!(settings(Some("*")).name_beyond_loopback(), Some("*"));
+        assert_eq!(
+            settings(Some("localhost,mcp.example.com")).name_beyond_loopback(),
+            Some("mcp.example.com")
+        );
+        assert_eq!(
+            settings(Some("127.0.0.1:3001,10.0.0.5:3001")).name_beyond_loopback(),
+            Some("10.0.0.5:3001")
+        );
     }
 }
