@@ -205,6 +205,18 @@ impl AllowedHost {
     }
 }
 
+/// Whether an allow-list entry names this machine: `localhost` or a loopback address, with or
+/// without a port (read as the *host* step reads the entry).
+pub(super) fn names_this_machine(entry: &str) -> bool {
+    AllowedHost::parse(entry).is_some_and(|allowed| {
+        allowed.host == "localhost"
+            || allowed
+                .host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    })
+}
+
 /// Brackets off, lower case: `[::1]` is `::1`, `Example.COM` is `example.com`.
 fn normalize_host(host: &str) -> String {
     host.trim_matches('[')

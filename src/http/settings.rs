@@ -160,7 +160,7 @@ impl HttpSettings {
         self.allowed_hosts
             .iter()
             .map(String::as_str)
-            .find(|entry| !names_this_machine(entry))
+            .find(|entry| !super::host::names_this_machine(entry))
     }
 
     /// rmcp's transport configuration: JSON answers, our body cap and keep-alives, and its
@@ -180,20 +180,6 @@ impl HttpSettings {
         }
         config.disable_allowed_hosts().disable_allowed_origins()
     }
-}
-
-/// Whether an `MCP_ALLOWED_HOSTS` entry (`host` or `host:port`) names this machine: `localhost`,
-/// a loopback address.
-fn names_this_machine(entry: &str) -> bool {
-    let host = match entry.strip_prefix('[') {
-        Some(bracketed) => bracketed.split(']').next().unwrap_or(bracketed),
-        None if entry.matches(':').count() == 1 => entry.split(':').next().unwrap_or(entry),
-        None => entry,
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 #[cfg(test)]
