@@ -88,15 +88,18 @@ impl CountingProxy {
                             Ok(n) => n,
                         };
                         seen.extend_from_slice(&buf[..n]);
-                        let before = targets.lock().unwrap().len();
-                        scanned = record_targets(&seen, scanned, &targets);
-                        for op in targets.lock().unwrap()[before..].iter() {
+                        // This connection's new operations, read apart from the shared list:
+                        // another connection's `take` may empty that list at any moment.
+                        let mut new = Vec::new();
+                        scanned = read_targets(&seen, scanned, &mut new);
+                        for op in &new {
                             let mut swallow = swallow.lock().unwrap();
                             if swallow.1 > 0 && &swallow.0 == op {
                                 swallow.1 -= 1;
                                 mute.store(true, Ordering::SeqCst);
                             }
                         }
+                        targets.lock().unwrap().extend(new);
                         if server_write.write_all(&buf[..n]).await.is_err() {
                             break;
                         }
@@ -152,9 +155,9 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Records every complete `x-amz-target: DynamoDB_20120810.<Op>` header line after `from`;
-/// returns where to continue next time.
-fn record_targets(seen: &[u8], mut from: usize, targets: &Mutex<Vec<String>>) -> usize {
+/// Reads the operation of every complete `x-amz-target: DynamoDB_20120810.<Op>` header line
+/// after `from` into `targets`; returns where to continue next time.
+fn read_targets(seen: &[u8], mut from: usize, targets: &mut Vec<String>) -> usize {
     const NEEDLE: &[u8] = b"x-amz-target:";
     loop {
         let Some(at) = seen[from..]
@@ -169,7 +172,7 @@ fn record_targets(seen: &[u8], mut from: usize, targets: &Mutex<Vec<String>>) ->
         };
         let value = String::from_utf8_lossy(&seen[start..start + end]);
         let op = value.trim().rsplit('.').next().unwrap_or("").to_owned();
-        targets.lock().unwrap().push(op);
+        targets.push(op);
         from = start + end;
     }
 }
