@@ -39,12 +39,13 @@ if [ -z "$before" ] || [ -z "$after" ]; then fail "docs/porting.md has the befor
 ok "docs/porting.md has the before and after blocks"
 
 # A crate of its own, sharing the repository's lock and target directory (nothing rebuilt that
-# the test command built already).
+# the test command built already: scripts/tools.sh, share_builds).
+source scripts/tools.sh
 new_crate() { # new_crate DIR NAME DEPENDENCIES MAIN
   mkdir -p "$1/src"
-  printf '[package]\nname = "%s"\nversion = "0.1.0"\nedition = "2024"\n\n[dependencies]\n%s\n\n[workspace]\n' "$2" "$3" >"$1/Cargo.toml"
+  printf '[package]\nname = "%s"\nversion = "0.1.0"\nedition = "2024"\n\n[dependencies]\n%s\n' "$2" "$3" >"$1/Cargo.toml"
   printf '%s\n' "$4" >"$1/src/main.rs"
-  cp Cargo.lock "$1/Cargo.lock"
+  share_builds "$1"
 }
 
 new_crate "$WORK/before" counter-before \
@@ -66,11 +67,10 @@ else
   tail -n 40 "$WORK/after.log"; fail "the page's mcp-lambda counter (after) builds"; finish
 fi
 if grep -E '^warning' "$WORK/after.log"; then fail "the after builds without a warning"; else ok "the after builds without a warning"; fi
-BIN="$CARGO_TARGET_DIR/debug/counter-after"
+BIN=$(out_of_tree_bin counter-after)
 
 # The table, made with docs/handles.md's own commands.
 TOOLS_LOG="$WORK/pip.log"
-source scripts/tools.sh
 tools_venv awscli 'import importlib.metadata as m; assert m.version("awscli") == "1.46.3"' 'awscli==1.46.3'
 install_mcp_client
 line=$(scripts/dynamodb-local.sh start) || { fail "DynamoDB Local starts"; finish; }

@@ -73,7 +73,7 @@ grep -E '^test result' "$CRATE.test.log"
 rm -f "$CRATE.test.log"
 
 if ! (cd "$CRATE" && cargo build 2>&1 | tail -n 5); then fail "the quick start binary builds"; finish; fi
-BIN="$CARGO_TARGET_DIR/debug/notes-quickstart"
+BIN=$(out_of_tree_bin notes-quickstart)
 
 install_mcp_client
 serve_on_free_port "$BIN" "$CRATE.server.log"

@@ -102,7 +102,7 @@ check cargo-test bash -c "cd '$CRATE' && cargo test 2>&1"
 if grep -E '^warning' "$LOGS/cargo-test.log"; then echo "  FAIL builds-without-warnings"; failed=$((failed + 1)); else echo "  ok   builds-without-warnings"; passed=$((passed + 1)); fi
 check cargo-build bash -c "cd '$CRATE' && cargo build 2>&1"
 
-serve_on_free_port "$CARGO_TARGET_DIR/debug/$NAME" "$LOGS/server.log"
+serve_on_free_port "$(out_of_tree_bin "$NAME")" "$LOGS/server.log"
 check real-client "$MCP_PYTHON" scripts/starter_client.py "http://127.0.0.1:$PORT/mcp"
 kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; SERVER_PID=
 

@@ -224,8 +224,11 @@ check no-default-features bash -c 'cargo build --locked --no-default-features --
 check feature-dynamodb cargo check --locked --no-default-features --features dynamodb --lib
 check feature-aws-secrets cargo check --locked --no-default-features --features aws-secrets --lib
 # The crate as crates.io would take it: packaged (the `include` list), then built from the
-# package alone (no workspace, no dev-dependencies). Not uploaded.
-check publish-dry-run cargo publish --dry-run --allow-dirty --locked -p mcp-lambda
+# package alone (no workspace, no dev-dependencies). Not uploaded. Built for the host triple
+# named, as the crates outside the repository are (scripts/tools.sh, HOST_TRIPLE): the later
+# ones reuse its dependencies' builds.
+check publish-dry-run cargo publish --dry-run --allow-dirty --locked -p mcp-lambda \
+  --target "$(rustc -vV | sed -n 's/^host: //p')"
 # --- The tests needing DynamoDB Local (tests/dynamodb_local/ and the library's OAuth store on
 #     DynamoDB), with DynamoDB Local on loopback: started, used, stopped
 cargo_tests dynamodb scripts/dynamodb-tests.sh -- bash -c 'cargo test --locked --workspace --test dynamodb_local \

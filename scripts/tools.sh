@@ -109,25 +109,40 @@ install_ministack() {
   MINISTACK_PYTHON="$MCP_WORK/venv-ministack/bin/python"
 }
 
-# --- A user's crate outside the repository (scripts/quickstart-tests.sh, starter-tests.sh) ----
+# --- A user's crate outside the repository (scripts/quickstart-tests.sh, porting-tests.sh, ------
+#     starter-tests.sh)
+
+# The triple every crate outside the repository is built for, named explicitly (as the packaged
+# crate's build in publish-dry-run is): `cargo lambda build` names its target, and a build with
+# a named target keeps its own copies of the dependencies, so naming it everywhere lets the
+# starter's Lambda build reuse the builds before it instead of making a fourth set.
+HOST_TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
+
+# share_builds CRATE: the crate made a workspace of its own that builds as this repository does:
+# the repository's lock copied in (the same dependency versions), its dependencies' debug info
+# as the repository's dev profile has it, and the host triple named (.cargo/config.toml). Its
+# binaries are then in $(out_of_tree_bin NAME).
+share_builds() {
+  printf '\n[workspace]\n' >>"$1/Cargo.toml"
+  grep -q '^\[profile.dev.package."\*"\]' "$1/Cargo.toml" \
+    || printf '\n[profile.dev.package."*"]\ndebug = "line-tables-only"\n' >>"$1/Cargo.toml"
+  mkdir -p "$1/.cargo" && printf '[build]\ntarget = "%s"\n' "$HOST_TRIPLE" >"$1/.cargo/config.toml"
+  cp "$tools_root/Cargo.lock" "$1/Cargo.lock"
+}
+
+out_of_tree_bin() { # out_of_tree_bin NAME: where a crate made by share_builds puts binary NAME
+  echo "$CARGO_TARGET_DIR/$HOST_TRIPLE/debug/$1"
+}
 
 # point_at_checkout CRATE [git]: its mcp-lambda requirements (dependency and dev-dependency:
 # `git = "https://github.com/mcp-lambda/mcp-lambda"`, as README.md and starter/ write them) pointed at this
 # checkout, by path, or with `git` at this checkout's repository as a git dependency (its
-# committed HEAD: the line a user writes, resolved offline); the crate made a workspace of its
-# own, and the repository's lock copied in (the same dependency versions, so the shared target
-# directory is reused).
+# committed HEAD: the line a user writes, resolved offline); then share_builds.
 point_at_checkout() {
-  local repo; repo=$(pwd)
-  local target="path = \"$repo\""
-  [ "${2:-}" = git ] && target="git = \"file://$repo\""
+  local target="path = \"$tools_root\""
+  [ "${2:-}" = git ] && target="git = \"file://$tools_root\""
   sed -i "s|^mcp-lambda = { git = \"https://github.com/mcp-lambda/mcp-lambda\"|mcp-lambda = { $target|" "$1/Cargo.toml"
-  printf '\n[workspace]\n' >>"$1/Cargo.toml"
-  # The dependencies' debug info as this repository builds them (and the starter): the same
-  # builds of them as the packaged crate's in publish-dry-run, instead of a fourth set.
-  grep -q '^\[profile.dev.package."\*"\]' "$1/Cargo.toml" \
-    || printf '\n[profile.dev.package."*"]\ndebug = "line-tables-only"\n' >>"$1/Cargo.toml"
-  cp Cargo.lock "$1/Cargo.lock"
+  share_builds "$1"
 }
 
 # serve_on_free_port BIN LOG [VAR=VALUE…]: starts BIN on a free loopback port with the extra
