@@ -9,7 +9,8 @@
 #   3. 2025-11-25 requirement set, default mode, gated by
 #      .conformance/baseline-2025-stateless.yml                   -> failures match the baseline
 #   4. 2026-07-28 requirement set through the Lambda runtime path: the same binary under
-#      `cargo lambda watch` (a loopback Runtime API, lambda_http decoding each event), each
+#      cargo-lambda's emulator (`cargo lambda watch --only-lambda-apis`: a loopback Runtime
+#      API, lambda_http decoding each event), each
 #      scored scenario and the three skills scenarios on its own (no tasks on Lambda without a
 #      table)
 #                                                                 -> every scored scenario passes
@@ -163,22 +164,21 @@ start_server "$suite_dir/results-server-2025-stateless.log"
 run_suite "2025-11-25 (stateless, baseline)" 2025-11-25 results-2025-stateless baseline-2025-stateless.yml
 stop_server
 
-# (d3) The Lambda runtime path: the fixture started by `cargo lambda watch`, so every request
-# is a Function URL event through the Runtime API and lambda_http, as on AWS. It opens its tasks
-# the way users do: on Lambda only with a shared table, so the tasks extension is not served
-# here (the baseline lists its scenarios).
+# (d3) The Lambda runtime path: the fixture run under cargo-lambda's Lambda emulator
+# (scripts/tools.sh: under_lambda_emulator), so every request is a Function URL event through the
+# Runtime API and lambda_http, as on AWS. It opens its tasks the way users do: on Lambda only
+# with a shared table, so the tasks extension is not served here (the baseline lists its scenarios).
 install_cargo_lambda >"$suite_dir/results-lambda-tools.log" 2>&1
 port=$(free_port)
 url="http://127.0.0.1:$port/mcp"
 lambda_log="$suite_dir/results-server-2026-lambda.log"
 # On Lambda no browser origin is allowed by default; the suite's DNS-rebinding scenario sends
 # loopback Host and Origin headers, so they are allowed here as the local server allows them.
-printf 'MCP_PATH="/mcp"\nMCP_REQUEST_STATE_KEY="%s"\nMCP_ALLOWED_HOSTS="%s"\nMCP_ALLOWED_ORIGINS="%s"\nMCP_LOG="warn"\n' \
-  "$state_key" "localhost,127.0.0.1,::1" "http://localhost:*,http://127.0.0.1:*,http://[::1]:*" >"$suite_dir/lambda.env"
 cd "$root"
-setsid cargo lambda watch -A 127.0.0.1 -P "$port" --env-file "$suite_dir/lambda.env" \
-  -p mcp-lambda-conformance --bin conformance >"$lambda_log" 2>&1 &
-server_pid=$!
+under_lambda_emulator "$port" "$lambda_log" mcp-lambda-conformance "$binary" MCP_PATH=/mcp \
+  MCP_REQUEST_STATE_KEY="$state_key" MCP_ALLOWED_HOSTS="localhost,127.0.0.1,::1" \
+  MCP_ALLOWED_ORIGINS="http://localhost:*,http://127.0.0.1:*,http://[::1]:*" MCP_LOG=warn
+server_pid=$EMULATOR_PID
 stop_lambda() { kill -- "-$server_pid" 2>/dev/null || kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; server_pid=""; }
 ready=0
 for _ in $(seq 1 900); do
@@ -194,7 +194,7 @@ if [[ $ready -eq 1 ]]; then
   "$node" "$suite" list --server --requirements 2026-07-28 \
     | awk '/^Server scenarios/ {on=1; next} /^[^ ]/ {on=0} on && /^  - / {print $2}' >"$suite_dir/$results/scored.txt"
   printf '%s\n' "${skills_scenarios[@]}" >>"$suite_dir/$results/scored.txt"
-  label="2026-07-28 (Lambda runtime path, cargo lambda watch)"
+  label="2026-07-28 (Lambda runtime path, cargo-lambda's emulator)"
   echo "conformance: $label against $url ($(wc -l <"$suite_dir/$results/scored.txt") scored scenarios, one at a time)"
   rc=0
   while read -r scenario; do
@@ -211,7 +211,7 @@ if [[ $ready -eq 1 ]]; then
     runs_failed=$((runs_failed + 1))
   fi
 else
-  echo "conformance: the fixture did not start under cargo lambda watch; its log (${lambda_log#"$root/"}):"
+  echo "conformance: the fixture did not start under cargo-lambda's emulator; its log (${lambda_log#"$root/"}):"
   tail -n 30 "$lambda_log"
   total_failed=$((total_failed + 1)); runs_failed=$((runs_failed + 1))
 fi

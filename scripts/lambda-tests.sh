@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The deployment checks, offline, no AWS account: lints the SAM template, builds the function
-# and runs it under `cargo lambda watch` on loopback, drives it over HTTP and with
-# `cargo lambda invoke`, then stops what it started. Ends with "lambda: N passed, M failed".
+# and runs it under cargo-lambda's Lambda emulator (`cargo lambda watch --only-lambda-apis`) on
+# loopback, drives it over HTTP and with `cargo lambda invoke`, then stops what it started. Ends with "lambda: N passed, M failed".
 #
 #   scripts/lambda-tests.sh          (scripts/test.sh calls it)
 #
@@ -819,11 +819,13 @@ fi
 # --- build with cargo-lambda ------------------------------------------------------
 # `cargo lambda build` itself (the x86_64 bootstrap a deploy zips) is checked on the starter
 # (scripts/starter-tests.sh), the crate users deploy: a build for an explicit target is a second
-# build of every dependency, about two minutes cold, so the test command makes one. Here
-# `cargo lambda watch -p basket --bin basket` below builds the basket from this workspace with
-# cargo-lambda and runs it under its Lambda runtime emulator.
+# build of every dependency, about two minutes cold, so the test command makes one there, where
+# the builds before it are for that target too.
 
-# --- cargo lambda watch on loopback ------------------------------------------------
+# --- cargo-lambda's Lambda emulator on loopback ---------------------------------------------
+# The basket and the progress example, built with the workspace's features (as the steps before
+# built the basket), each run as the one instance of the emulator's default function
+# (scripts/tools.sh: under_lambda_emulator): every request is a Lambda event through its Runtime API.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 WATCHES=()
 stop_watches() {
@@ -834,16 +836,15 @@ stop_watches() {
 trap stop_watches EXIT
 KEY="$(python3 -c 'import base64, os; print(base64.b64encode(os.urandom(32)).decode())')"
 EVENT_HOSTS="abcdefghij1234567890klmnopqrstuv.lambda-url.us-east-1.on.aws,a1b2c3d4e5.execute-api.us-east-1.amazonaws.com,f6g7h8i9j0.execute-api.us-east-1.amazonaws.com,mcp-alb-1234567890.us-east-1.elb.amazonaws.com"
-watch() { # watch PORT LOG TARGET-ARGS... ; the function's environment from WATCH_ENV (one KEY=VALUE a line)
-  sed -E 's/^([A-Z_]+)=(.*)$/\1="\2"/' <<<"$WATCH_ENV" >"$2.env"   # cargo-lambda wants values quoted
-  setsid cargo lambda watch -A 127.0.0.1 -P "$1" --env-file "$2.env" "${@:3}" >"$2" 2>&1 &
-  WATCHES+=("$!")
+emulate() { # emulate PORT LOG BIN VAR=VALUE... : BIN under the emulator on PORT
+  under_lambda_emulator "$1" "$2" basket "$3" "${@:4}"
+  WATCHES+=("$EMULATOR_PID")
 }
-wait_ready() { # wait_ready PORT : the function answers /healthz (the first call compiles it)
-  local deadline=$((SECONDS + 900)) pid="${WATCHES[-1]}"
+wait_ready() { # wait_ready PORT : the function answers /healthz
+  local deadline=$((SECONDS + 120)) pid="${WATCHES[-1]}"
   while [ $SECONDS -lt $deadline ] && kill -0 "$pid" 2>/dev/null; do
-    if [ "$(curl -s -m 600 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/healthz")" = 200 ]; then return 0; fi
-    sleep 1
+    if [ "$(curl -s -m 60 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/healthz")" = 200 ]; then return 0; fi
+    sleep 0.2
   done
   return 1
 }
@@ -851,48 +852,34 @@ only_loopback() { # only_loopback PORT : listening on 127.0.0.1 and nowhere else
   local lines; lines="$(ss -ltnH "sport = :$1")"
   [ -n "$lines" ] && ! grep -qv '127.0.0.1:' <<<"$lines"
 }
+basket="$CARGO_TARGET_DIR/debug/basket"
+progress="$CARGO_TARGET_DIR/debug/examples/progress"
+if cargo build --locked --workspace --bin basket --example progress >"$LOGS/build.log" 2>&1; then
+  pass build-basket-and-progress
+else
+  fail build-basket-and-progress "see $LOGS/build.log"
+fi
 
-echo "==> cargo lambda watch: the basket (buffered)"
+echo "==> cargo-lambda's emulator: the basket (buffered)"
 PORT="$(free_port)"
-WATCH_ENV="MCP_REQUEST_STATE_KEY=$KEY
-MCP_ALLOWED_HOSTS=127.0.0.1,localhost,$EVENT_HOSTS
-MCP_LOG=info"
-watch "$PORT" "$LOGS/watch-basket.log" -p basket --bin basket
+emulate "$PORT" "$LOGS/watch-basket.log" "$basket" MCP_REQUEST_STATE_KEY="$KEY" \
+  MCP_ALLOWED_HOSTS="127.0.0.1,localhost,$EVENT_HOSTS" MCP_LOG=info
 if wait_ready "$PORT"; then pass watch-basket-ready; else fail watch-basket-ready "see $LOGS/watch-basket.log"; fi
 if only_loopback "$PORT"; then pass watch-listens-on-loopback-only; else fail watch-listens-on-loopback-only "$(ss -ltnH "sport = :$PORT")"; fi
 check discover python3 scripts/lambda_client.py discover "http://127.0.0.1:$PORT/mcp"
 check tools-call python3 scripts/lambda_client.py create-basket "http://127.0.0.1:$PORT/mcp"
 for event in function_url_discover rest_v1_tools_call http_v2_tools_list alb_unsupported_version function_url_legacy_notification; do
-  check "invoke-$event" bash -c "cargo lambda invoke basket --invoke-address 127.0.0.1 --invoke-port $PORT \
+  check "invoke-$event" bash -c "cargo lambda invoke --invoke-address 127.0.0.1 --invoke-port $PORT \
       --data-file events/$event.json > '$LOGS/invoke-$event.json' && python3 scripts/lambda_client.py check-event $event '$LOGS/invoke-$event.json'"
 done
 stop_watches
 if ! grep -q '"level":"ERROR"' "$LOGS/watch-basket.log"; then pass basket-logged-no-errors; else fail basket-logged-no-errors "$(grep '"level":"ERROR"' "$LOGS/watch-basket.log" | head -3)"; fi
 
-echo "==> cargo lambda watch: progress example (response streaming)"
+echo "==> cargo-lambda's emulator: progress example (response streaming)"
 PORT="$(free_port)"
-WATCH_ENV="MCP_REQUEST_STATE_KEY=$KEY
-MCP_ALLOWED_HOSTS=127.0.0.1
-MCP_LAMBDA_STREAMING=true
-MCP_SSE_KEEP_ALIVE_SECS=1
-MCP_LOG=info"
-# cargo-lambda serves a default function route (requests on /, as a Function URL) only when the
-# package it is given with -p has exactly one binary, and counts no examples: the example's
-# package, the library, has none (the basket is basket/'s), and without -p there are two
-# (basket, conformance), where every request gets its "use /lambda-url/:function_name" error. So
-# cargo-lambda serves the Lambda APIs only, with -p basket for its one default route, and the
-# example, built here, runs against them with the variables cargo-lambda would give it.
-watch "$PORT" "$LOGS/watch-progress.log" -p basket --only-lambda-apis
-progress="$CARGO_TARGET_DIR/debug/examples/progress"
-if cargo build --locked --workspace --example progress >"$LOGS/build-progress.log" 2>&1; then
-  mapfile -t vars <<<"$WATCH_ENV"
-  setsid env "${vars[@]}" AWS_LAMBDA_RUNTIME_API="http://127.0.0.1:$PORT/.rt" AWS_LAMBDA_FUNCTION_NAME=_ \
-    AWS_LAMBDA_FUNCTION_VERSION=1 AWS_LAMBDA_FUNCTION_MEMORY_SIZE=4096 "$progress" >"$LOGS/progress.log" 2>&1 &
-  WATCHES+=("$!")
-  if wait_ready "$PORT"; then pass watch-progress-ready; else fail watch-progress-ready "see $LOGS/progress.log"; fi
-else
-  fail watch-progress-ready "cargo build --example progress failed: see $LOGS/build-progress.log"
-fi
+emulate "$PORT" "$LOGS/progress.log" "$progress" MCP_REQUEST_STATE_KEY="$KEY" MCP_ALLOWED_HOSTS=127.0.0.1 \
+  MCP_LAMBDA_STREAMING=true MCP_SSE_KEEP_ALIVE_SECS=1 MCP_LOG=info
+if wait_ready "$PORT"; then pass watch-progress-ready; else fail watch-progress-ready "see $LOGS/progress.log"; fi
 check streamed-tools-call-with-progress python3 scripts/lambda_client.py progress "http://127.0.0.1:$PORT/mcp"
 check streamed-202-is-not-empty python3 scripts/lambda_client.py notification "http://127.0.0.1:$PORT/mcp"
 stop_watches

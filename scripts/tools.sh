@@ -156,3 +156,29 @@ serve_on_free_port() {
     sleep 0.05
   done
 }
+
+# --- A function under cargo-lambda's Lambda emulator (scripts/lambda-tests.sh, conformance.sh) --
+
+# under_lambda_emulator PORT LOG PACKAGE BIN [VAR=VALUE…]: `cargo lambda watch --only-lambda-apis`
+# on loopback PORT (its Runtime API, its Function URL and Invoke endpoints) and BIN, already
+# built, as the instance of its default function (`_`: Function URL requests on /, `cargo lambda
+# invoke` without a name), with the variables cargo-lambda gives a function it starts and the
+# extra ones; both write to LOG and run in one new process group, EMULATOR_PID its leader (kill
+# -- -$EMULATOR_PID stops both). BIN is run rather than built by cargo-lambda: its build
+# (`cargo run -p PACKAGE`, without the dev-dependencies' features the test command's builds
+# unify in) would rebuild the library and the binary once more. cargo-lambda needs PACKAGE for
+# its manifest only. Returns at once: wait for the function's /healthz.
+under_lambda_emulator() {
+  setsid bash -c '
+    port=$1 package=$2 bin=$3; shift 3
+    cargo lambda watch -A 127.0.0.1 -P "$port" --only-lambda-apis -p "$package" &
+    for _ in $(seq 600); do
+      (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break   # any request would wait for the function
+      sleep 0.1
+    done
+    env AWS_LAMBDA_RUNTIME_API="http://127.0.0.1:$port/.rt" AWS_LAMBDA_FUNCTION_NAME=_ \
+      AWS_LAMBDA_FUNCTION_VERSION=1 AWS_LAMBDA_FUNCTION_MEMORY_SIZE=4096 AWS_LAMBDA_MAX_CONCURRENCY=1 \
+      "$@" "$bin" &
+    wait' _ "$1" "$3" "$4" "${@:5}" >"$2" 2>&1 &
+  EMULATOR_PID=$!
+}
