@@ -17,7 +17,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
 export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
 mkdir -p "$MCP_WORK"
-MOTO_VERSION=5.2.5
 DIR=$(mktemp -d /tmp/cognito-tests.XXXXXX)
 STARTED=$SECONDS
 
@@ -47,15 +46,7 @@ free_port() {
 }
 
 # --- what the tests need -------------------------------------------------------------------
-# tools.sh's pattern: a pinned venv of its own, made once, made anew when its check fails. The
-# check imports what cognito_pool.py uses (boto3, joserfc come with moto[server]).
 source scripts/tools.sh
-install_moto() {
-  tools_venv moto "import importlib.metadata as m; assert m.version('moto') == '$MOTO_VERSION'; import boto3, joserfc, moto.server" \
-    "moto[server]==$MOTO_VERSION"
-  MOTO_PYTHON="$MCP_WORK/venv-moto/bin/python"
-  MOTO_SERVER="$MCP_WORK/venv-moto/bin/moto_server"
-}
 t=$SECONDS
 TOOLS_LOG="$DIR/pip-moto.log" install_moto || { tail -n 30 "$DIR/pip-moto.log"; fail "installing moto[server]==$MOTO_VERSION"; finish; }
 say "moto $MOTO_VERSION venv ready ($((SECONDS - t)) s)"

@@ -71,13 +71,13 @@ BIN=$(out_of_tree_bin counter-after)
 
 # The table, made with docs/handles.md's own commands.
 TOOLS_LOG="$WORK/pip.log"
-tools_venv awscli 'import importlib.metadata as m; assert m.version("awscli") == "1.46.3"' 'awscli==1.46.3'
+install_awscli
 install_mcp_client
 line=$(scripts/dynamodb-local.sh start) || { fail "DynamoDB Local starts"; finish; }
 ENDPOINT=${line#*=}
 TABLE="porting-$$"
 commands=$(awk '/<!-- create-table -->/{f=1; next} f && /^```bash/{b=1; next} b && /^```/{exit} b' docs/handles.md \
-  | sed -e "s/mcp-handles/$TABLE/g" -e "s|^aws dynamodb \([a-z-]*\)|\"$MCP_WORK/venv-awscli/bin/aws\" dynamodb \1 --endpoint-url $ENDPOINT|")
+  | sed -e "s/mcp-handles/$TABLE/g" -e "s|^aws dynamodb \([a-z-]*\)|\"$AWS\" dynamodb \1 --endpoint-url $ENDPOINT|")
 if bash -c "$commands" >"$WORK/table.log" 2>&1; then ok "the handles table is made"; else tail -n 20 "$WORK/table.log"; fail "the handles table is made"; finish; fi
 
 serve() { # serve LOG: one process of the after on the table; sets PORT, adds to SERVERS

@@ -20,8 +20,7 @@ trap 'scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true' EXIT
 
 TOOLS_LOG="$LOGS/pip.log"
 source scripts/tools.sh
-tools_venv awscli 'import importlib.metadata as m; assert m.version("awscli") == "1.46.3"' 'awscli==1.46.3'
-AWS="$MCP_WORK/venv-awscli/bin/aws"
+install_awscli
 
 line=$(scripts/dynamodb-local.sh start) || { echo "table-command: 0 passed, 1 failed"; exit 1; }
 ENDPOINT=${line#*=}

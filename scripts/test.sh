@@ -112,6 +112,32 @@ fi
 LOGS="$MCP_WORK/logs"
 rm -rf "$LOGS" && mkdir -p "$LOGS"
 
+# The tools of the steps after the crate's own (PyPI and npm packages: scripts/tools.sh) install
+# in the background, at the lowest priority, while the first steps build: downloads, and CPU
+# the compiler leaves idle, some three minutes of a cold run otherwise spent waiting.
+# A step of those tiers waits for it first (two pip runs into one venv would break it).
+needs_tools() { # needs_tools NAME: whether step NAME uses anything outside the repository
+  local s; for s in "${STEPS[@]}"; do
+    [ "${s%%:*}" = "$1" ] && case ${s#*:} in quick | crate) return 1 ;; *) return 0 ;; esac
+  done
+  return 1
+}
+tools_pid=
+for s in "${STEPS[@]}"; do
+  if selected "${s%%:*}" && needs_tools "${s%%:*}"; then
+    mkdir -p "$LOGS/tools"
+    (renice -n 19 "$BASHPID" >/dev/null; source scripts/tools.sh; install_all_tools "$LOGS/tools") >"$LOGS/tools/all.log" 2>&1 &
+    tools_pid=$!
+    trap 'pkill -P "$tools_pid" 2>/dev/null; kill "$tools_pid" 2>/dev/null' EXIT
+    break
+  fi
+done
+tools_ready() { # tools_ready NAME: before step NAME, the background install is over if it needs it
+  [ -n "$tools_pid" ] && needs_tools "$1" || return 0
+  wait "$tools_pid" 2>/dev/null
+  tools_pid=
+}
+
 passed=0
 failed=0
 failures=()
@@ -124,6 +150,7 @@ count() { # count NAME PASSED FAILED: adds a step's result and prints its line
 step_started=$SECONDS
 begin() { # begin NAME: the step's header; its time counts from here
   echo "==> $1"
+  tools_ready "$1"
   step_started=$SECONDS
 }
 check() { # check NAME CMD... : a step that is one check
@@ -244,14 +271,11 @@ cargo_tests dynamodb scripts/dynamodb-tests.sh -- bash -c 'cargo test --locked -
 
 # --- An independent client: Python mcp 2.3.0 -------------------------------
 python_client() {
-  local venv="$MCP_WORK/venv-clients"
-  if ! "$venv/bin/python" -c 'import mcp, pytest, importlib.metadata as m; assert m.version("mcp") == "2.3.0"' 2>/dev/null; then
-    python3 -m venv "$venv" && "$venv/bin/pip" install -q 'mcp==2.3.0' 'pytest==8.3.4' || return 1
-  fi
+  source scripts/tools.sh && install_mcp_client || return 1
   # --workspace and an example: the features the cargo test steps resolve (the dev-dependencies'
   # unified in), so this reuses their build instead of rebuilding tokio and all above it.
   cargo build --locked --workspace --bin basket --example hello || return 1
-  BASKET_BIN="$CARGO_TARGET_DIR/debug/basket" "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/clients
+  BASKET_BIN="$CARGO_TARGET_DIR/debug/basket" "$MCP_PYTHON" -m pytest -q -p no:cacheprovider tests/clients
 }
 pytest_tests python-client python_client
 
