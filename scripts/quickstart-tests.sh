@@ -61,6 +61,7 @@ mkdir -p "$CRATE/src"
 } >"$CRATE/Cargo.toml"
 printf '%s\n\n%s\n' "$main" "$tests" >"$CRATE/src/main.rs"
 source scripts/tools.sh
+export CARGO_TARGET_DIR="$OUTSIDE_TARGET_DIR"   # scripts/tools.sh
 point_at_checkout "$CRATE"
 
 if (cd "$CRATE" && cargo test 2>&1) >"$CRATE.test.log"; then

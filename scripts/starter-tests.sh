@@ -34,6 +34,7 @@ check() { # check NAME CMD... : one check, output in $LOGS/NAME.log
 
 TOOLS_LOG="$LOGS/pip.log"
 source scripts/tools.sh
+export CARGO_TARGET_DIR="$OUTSIDE_TARGET_DIR"   # scripts/tools.sh
 install_deploy_tools
 install_mcp_client
 

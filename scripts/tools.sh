@@ -148,6 +148,11 @@ install_all_tools() {
 # starter's Lambda build reuse the builds before it instead of making a fourth set.
 HOST_TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 
+# And in a target directory of their own (the scripts export CARGO_TARGET_DIR=$OUTSIDE_TARGET_DIR
+# before building): cargo locks a target directory while it builds, and scripts/test.sh builds
+# the packaged crate there in the background while steps building in the repository run.
+OUTSIDE_TARGET_DIR="${OUTSIDE_TARGET_DIR:-$CARGO_TARGET_DIR/outside}"
+
 # share_builds CRATE: the crate made a workspace of its own that builds as this repository does:
 # the repository's lock copied in (the same dependency versions), its dependencies' debug info
 # as the repository's dev profile has it, and the host triple named (.cargo/config.toml). Its
