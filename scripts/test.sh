@@ -78,6 +78,9 @@ selected() { # selected NAME: whether this run runs step NAME
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mcp-lambda-target}"
 export MCP_WORK="${MCP_WORK:-$HOME/.cache/mcp-lambda-work}"
+# The tools installed on demand and where crates outside the repository build (HOST_TRIPLE,
+# OUTSIDE_TARGET_DIR).
+source scripts/tools.sh
 # Incremental compilation pays off when one edits and rebuilds, not on a run of every test: off here,
 # it builds faster cold and keeps gigabytes of session caches out of the target directory.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
@@ -126,7 +129,7 @@ tools_pid=
 for s in "${STEPS[@]}"; do
   if selected "${s%%:*}" && needs_tools "${s%%:*}"; then
     mkdir -p "$LOGS/tools"
-    (renice -n 19 "$BASHPID" >/dev/null; source scripts/tools.sh; install_all_tools "$LOGS/tools") >"$LOGS/tools/all.log" 2>&1 &
+    (renice -n 19 "$BASHPID" >/dev/null; install_all_tools "$LOGS/tools") >"$LOGS/tools/all.log" 2>&1 &
     tools_pid=$!
     trap 'pkill -P "$tools_pid" 2>/dev/null; kill "$tools_pid" 2>/dev/null' EXIT
     break
@@ -272,9 +275,9 @@ check feature-aws-secrets cargo check --locked --no-default-features --features 
 # package alone (no workspace, no dev-dependencies). Not uploaded. Built as the crates outside
 # the repository are (scripts/tools.sh: HOST_TRIPLE, OUTSIDE_TARGET_DIR), which reuse its
 # dependencies' builds; in their own target directory, so in the background, beside the
-# DynamoDB and Python client steps (mostly waiting on servers), until the quick start needs it.
-check_behind publish-dry-run env CARGO_TARGET_DIR="$CARGO_TARGET_DIR/outside" \
-  cargo publish --dry-run --allow-dirty --locked -p mcp-lambda --target "$(rustc -vV | sed -n 's/^host: //p')"
+# DynamoDB, client and conformance steps (mostly waiting on servers), until the quick start.
+check_behind publish-dry-run env CARGO_TARGET_DIR="$OUTSIDE_TARGET_DIR" \
+  cargo publish --dry-run --allow-dirty --locked -p mcp-lambda --target "$HOST_TRIPLE"
 # --- The tests needing DynamoDB Local (tests/dynamodb_local/ and the library's OAuth store on
 #     DynamoDB), with DynamoDB Local on loopback: started, used, stopped
 #     Most of these tests wait on DynamoDB Local (a Java server) rather than compute: four at a
@@ -295,7 +298,7 @@ cargo_tests dynamodb scripts/dynamodb-tests.sh -- bash -c 'cargo test --locked -
 
 # --- An independent client: Python mcp 2.3.0 -------------------------------
 python_client() {
-  source scripts/tools.sh && install_mcp_client || return 1
+  install_mcp_client || return 1
   # --workspace and an example: the features the cargo test steps resolve (the dev-dependencies'
   # unified in), so this reuses their build instead of rebuilding tokio and all above it.
   cargo build --locked --workspace --bin basket --example hello || return 1
